@@ -1,0 +1,119 @@
+"""Apache Iceberg's Puffin file format: reader, writer, theta sketches and deletion vectors.
+
+Reading::
+
+    import puffin
+    with puffin.open("stats.puffin") as reader:
+        for blob in reader.blobs:
+            print(blob.type, blob.fields, len(reader.read_blob(blob)))
+
+Writing (atomic when the target is a path)::
+
+    with puffin.create("stats.puffin", created_by="my-app 1.0") as writer:
+        writer.add_blob(b"payload", type="my-blob", fields=[1], codec="zstd")
+
+Blob types live in :mod:`puffin.blobs`; their main names are re-exported here and loaded on
+first use, so ``import puffin`` pulls in neither NumPy nor pyarrow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from puffin.codecs import Codec, available_codecs, get_codec, register_codec
+from puffin.errors import (
+    CodecError,
+    DeletionVectorError,
+    InvalidBlobError,
+    InvalidFileError,
+    InvalidFooterError,
+    LimitExceededError,
+    PuffinError,
+    ThetaSketchError,
+    UnknownCodecError,
+)
+from puffin.layout import MAGIC
+from puffin.limits import Limits
+from puffin.metadata import BlobMetadata, FileMetadata
+from puffin.reader import PuffinReader, open
+from puffin.writer import PuffinWriter, create
+
+__version__ = "0.1.0"
+
+# Public names of the blob-type modules, imported lazily (they may need NumPy).
+_LAZY: dict[str, str] = {
+    "DeletionVector": "puffin.blobs.deletion_vector",
+    "DeletionVectorEntry": "puffin.blobs.deletion_vector",
+    "write_deletion_vectors": "puffin.blobs.deletion_vector",
+    "read_deletion_vector": "puffin.blobs.deletion_vector",
+    "read_deletion_vectors": "puffin.blobs.deletion_vector",
+    "DELETION_VECTOR_V1": "puffin.blobs.deletion_vector",
+    "ThetaSketch": "puffin.blobs.theta",
+    "ThetaSketchBuilder": "puffin.blobs.theta",
+    "ThetaBlob": "puffin.blobs.theta",
+    "add_theta_blob": "puffin.blobs.theta",
+    "read_theta_blobs": "puffin.blobs.theta",
+    "APACHE_DATASKETCHES_THETA_V1": "puffin.blobs.theta",
+    "serialize_value": "puffin.blobs.single_value",
+    "serialize_values": "puffin.blobs.single_value",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from puffin.blobs.deletion_vector import (
+        DELETION_VECTOR_V1,
+        DeletionVector,
+        DeletionVectorEntry,
+        read_deletion_vector,
+        read_deletion_vectors,
+        write_deletion_vectors,
+    )
+    from puffin.blobs.single_value import serialize_value, serialize_values
+    from puffin.blobs.theta import (
+        APACHE_DATASKETCHES_THETA_V1,
+        ThetaBlob,
+        ThetaSketch,
+        ThetaSketchBuilder,
+        add_theta_blob,
+        read_theta_blobs,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'puffin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "MAGIC",
+    "BlobMetadata",
+    "Codec",
+    "CodecError",
+    "DeletionVectorError",
+    "FileMetadata",
+    "InvalidBlobError",
+    "InvalidFileError",
+    "InvalidFooterError",
+    "LimitExceededError",
+    "Limits",
+    "PuffinError",
+    "PuffinReader",
+    "PuffinWriter",
+    "ThetaSketchError",
+    "UnknownCodecError",
+    "__version__",
+    "available_codecs",
+    "create",
+    "get_codec",
+    "open",
+    "register_codec",
+    *_LAZY,
+]
