@@ -1,0 +1,160 @@
+"""Random access to the bytes of a file, whatever the caller hands us.
+
+A source is a path (``str`` or ``os.PathLike``), a bytes-like object, or a binary file object
+with ``seek`` and ``read`` (local files, ``fsspec`` and ``pyarrow`` files).  Reads are
+positional and thread-safe: ``os.pread`` on paths, slices on bytes, a lock around
+``seek`` + ``read`` on file objects.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import IO, Any, Protocol, Union
+
+from puffin.errors import InvalidFileError
+
+__all__ = ["RandomAccessSource", "Source", "open_source"]
+
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes], Any]
+
+
+class RandomAccessSource(Protocol):
+    """What the reader needs from a file: its size and positional reads."""
+
+    size: int
+    name: str | None
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        """Exactly ``length`` bytes at ``offset``; raises if the file holds fewer."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def _check_range(offset: int, length: int, size: int) -> None:
+    if offset < 0 or length < 0 or offset + length > size:
+        raise InvalidFileError(
+            f"read of {length} bytes at offset {offset} is outside the file of {size} bytes",
+            offset=offset,
+        )
+
+
+def _short_read(offset: int, length: int, got: int) -> InvalidFileError:
+    return InvalidFileError(
+        f"file truncated: wanted {length} bytes at offset {offset}, got {got}", offset=offset
+    )
+
+
+class _BytesSource:
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        self._data = memoryview(data).cast("B")
+        self.size = len(self._data)
+        self.name: str | None = None
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        _check_range(offset, length, self.size)
+        return bytes(self._data[offset : offset + length])
+
+    def close(self) -> None:
+        pass
+
+
+class _PathSource:
+    def __init__(self, path: str, file_size: int | None) -> None:
+        self.name: str | None = path
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+        self._fd = os.open(path, flags)
+        try:
+            actual = os.fstat(self._fd).st_size
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.size = actual if file_size is None else file_size
+        self._lock = None if hasattr(os, "pread") else threading.Lock()
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        _check_range(offset, length, self.size)
+        if self._lock is None:
+            chunks = []
+            got = 0
+            while got < length:
+                chunk = os.pread(self._fd, length - got, offset + got)
+                if not chunk:
+                    raise _short_read(offset, length, got)
+                chunks.append(chunk)
+                got += len(chunk)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        with self._lock:  # pragma: no cover - platforms without pread
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            data = os.read(self._fd, length)
+            if len(data) != length:
+                raise _short_read(offset, length, len(data))
+            return data
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class _FileObjectSource:
+    def __init__(self, fileobj: Any, file_size: int | None) -> None:
+        self._file = fileobj
+        self._lock = threading.Lock()
+        self.name = getattr(fileobj, "name", None)
+        if not isinstance(self.name, str):
+            self.name = getattr(fileobj, "path", None) if isinstance(
+                getattr(fileobj, "path", None), str
+            ) else None
+        if file_size is None:
+            with self._lock:
+                file_size = fileobj.seek(0, os.SEEK_END)
+                if not isinstance(file_size, int):  # some file objects return None
+                    file_size = fileobj.tell()
+        self.size = int(file_size)
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        _check_range(offset, length, self.size)
+        with self._lock:
+            self._file.seek(offset)
+            parts: list[bytes] = []
+            got = 0
+            while got < length:
+                chunk = self._file.read(length - got)
+                if not chunk:
+                    raise _short_read(offset, length, got)
+                parts.append(bytes(chunk))
+                got += len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        pass  # the caller owns the file object
+
+
+def open_source(source: Source, *, file_size: int | None = None) -> RandomAccessSource:
+    """Wrap ``source`` for positional reads.
+
+    ``file_size`` skips the size lookup (as Iceberg's ``file-size-in-bytes`` does); the
+    reader then treats the file as ending there.  Paths are opened here and closed by
+    :meth:`RandomAccessSource.close`; file objects stay the caller's to close.
+    """
+    if file_size is not None and (
+        isinstance(file_size, bool) or not isinstance(file_size, int) or file_size < 0
+    ):
+        raise ValueError(f"file_size must be a non-negative int, got {file_size!r}")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        src: RandomAccessSource = _BytesSource(source)
+        if file_size is not None and file_size != src.size:
+            raise InvalidFileError(
+                f"file_size {file_size} does not match the {src.size} bytes given"
+            )
+        return src
+    if isinstance(source, (str, os.PathLike)):
+        return _PathSource(os.fspath(source), file_size)
+    if hasattr(source, "read") and hasattr(source, "seek"):
+        return _FileObjectSource(source, file_size)
+    raise TypeError(
+        "source must be a path, a bytes-like object or a binary file object with read and "
+        f"seek, got {type(source).__name__}"
+    )

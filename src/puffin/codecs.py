@@ -1,0 +1,196 @@
+"""Compression codecs for blobs and footers, in one registry.
+
+The spec allows no compression, ``lz4`` (a single LZ4 frame with the content size present)
+and ``zstd`` (a single Zstandard frame with the content size present).  Names are
+case-sensitive, as in Iceberg Java.  Decompression is strict: one frame, content size
+present and equal to the output, no trailing bytes, and the declared size checked against
+the caller's cap before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Protocol, runtime_checkable
+
+from puffin.errors import CodecError, LimitExceededError, UnknownCodecError
+
+__all__ = [
+    "Codec",
+    "Lz4Codec",
+    "ZstdCodec",
+    "available_codecs",
+    "get_codec",
+    "register_codec",
+]
+
+# Above this declared size, decompress incrementally so memory follows the real output,
+# not what a (possibly hostile) frame header claims.
+_STREAM_THRESHOLD = 16 << 20
+_CHUNK = 4 << 20
+
+
+@runtime_checkable
+class Codec(Protocol):
+    """A compression codec as the registry knows it."""
+
+    name: str
+
+    def compress(self, data: bytes | bytearray | memoryview) -> bytes:
+        """Compress ``data`` into exactly one frame with its content size."""
+        ...
+
+    def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:
+        """Decompress one frame, refusing more than ``max_size`` output bytes."""
+        ...
+
+
+def _too_large(codec: str, declared: int, max_size: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"{codec} frame declares a content size of {declared} bytes, over the cap of "
+        f"{max_size} bytes"
+    )
+
+
+class ZstdCodec:
+    """Zstandard, written as Iceberg Java writes it: level 3, content size and checksum."""
+
+    name = "zstd"
+
+    def __init__(self, level: int = 3) -> None:
+        self.level = level
+
+    def compress(self, data: bytes | bytearray | memoryview) -> bytes:
+        import zstandard
+
+        cctx = zstandard.ZstdCompressor(
+            level=self.level, write_content_size=True, write_checksum=True
+        )
+        return cctx.compress(data)
+
+    def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:
+        import zstandard
+
+        try:
+            declared = zstandard.frame_content_size(data)
+        except zstandard.ZstdError as exc:
+            raise CodecError(f"not a zstd frame: {exc}") from None
+        if declared < 0:
+            raise CodecError("zstd frame has no content size (the spec requires it)")
+        if declared > max_size:
+            raise _too_large("zstd", declared, max_size)
+        dctx = zstandard.ZstdDecompressor()
+        try:
+            if declared <= _STREAM_THRESHOLD:
+                out = dctx.decompress(data, max_output_size=declared, allow_extra_data=False)
+            else:
+                out = self._decompress_incrementally(dctx, data, declared)
+        except zstandard.ZstdError as exc:
+            raise CodecError(f"corrupt zstd frame: {exc}") from None
+        if len(out) != declared:
+            raise CodecError(
+                f"zstd frame declares {declared} bytes of content but holds {len(out)}"
+            )
+        return out
+
+    @staticmethod
+    def _decompress_incrementally(dctx: object, data: bytes | bytearray | memoryview,
+                                  declared: int) -> bytes:
+        import zstandard
+
+        assert isinstance(dctx, zstandard.ZstdDecompressor)
+        obj = dctx.decompressobj(write_size=_CHUNK)
+        out = bytearray()
+        view = memoryview(data)
+        for start in range(0, len(view), _CHUNK):
+            out += obj.decompress(view[start : start + _CHUNK])
+            if len(out) > declared:
+                raise CodecError(f"zstd frame holds more than its declared {declared} bytes")
+            if obj.eof:
+                break
+        if not obj.eof:
+            raise CodecError("zstd frame is truncated")
+        if obj.unused_data:
+            raise CodecError(f"{len(obj.unused_data)} bytes follow the zstd frame")
+        return bytes(out)
+
+
+_LZ4_MAGIC = 0x184D2204
+_LZ4_FLG_CONTENT_SIZE = 0x08
+
+
+class Lz4Codec:
+    """LZ4 frame format, with the content size stored in the frame header."""
+
+    name = "lz4"
+
+    def compress(self, data: bytes | bytearray | memoryview) -> bytes:
+        import lz4.frame
+
+        return bytes(lz4.frame.compress(data, store_size=True, content_checksum=True))
+
+    def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:
+        import lz4.frame
+
+        view = memoryview(data)
+        # Read the header ourselves: lz4's frame info reports 0 both for "no size" and
+        # for an empty frame, and the spec needs to tell them apart.
+        if len(view) < 7 or struct.unpack_from("<I", view, 0)[0] != _LZ4_MAGIC:
+            raise CodecError("not an LZ4 frame (bad or missing frame magic)")
+        flg = view[4]
+        if not flg & _LZ4_FLG_CONTENT_SIZE:
+            raise CodecError("LZ4 frame has no content size (the spec requires it)")
+        if len(view) < 14:
+            raise CodecError("LZ4 frame header is truncated")
+        (declared,) = struct.unpack_from("<Q", view, 6)
+        if declared > max_size:
+            raise _too_large("LZ4", declared, max_size)
+        decompressor = lz4.frame.LZ4FrameDecompressor()
+        try:
+            # Ask for one byte more than declared so an overlong frame is caught early.
+            out = decompressor.decompress(bytes(view), max_length=declared + 1)
+        except RuntimeError as exc:  # lz4 reports frame errors as RuntimeError
+            raise CodecError(f"corrupt LZ4 frame: {exc}") from None
+        if len(out) != declared:
+            raise CodecError(f"LZ4 frame declares {declared} bytes of content but holds "
+                             f"{'more' if len(out) > declared else len(out)}")
+        if not decompressor.eof:
+            raise CodecError("LZ4 frame is truncated or holds more than its content size")
+        if decompressor.unused_data:
+            raise CodecError(f"{len(decompressor.unused_data)} bytes follow the LZ4 frame")
+        return bytes(out)
+
+
+_REGISTRY: dict[str, Codec] = {}
+
+
+def register_codec(codec: Codec, *, replace: bool = False) -> None:
+    """Make ``codec`` available under ``codec.name`` for reading and writing.
+
+    The spec allows only ``lz4`` and ``zstd``; registering another name lets this library
+    read and write it, but no other implementation will read such files.
+    """
+    if not isinstance(codec.name, str) or not codec.name:
+        raise ValueError("a codec needs a non-empty string name")
+    if codec.name in _REGISTRY and not replace:
+        raise ValueError(f"codec {codec.name!r} is already registered")
+    _REGISTRY[codec.name] = codec
+
+
+def get_codec(name: str | None) -> Codec | None:
+    """The codec registered as ``name`` (case-sensitive); ``None`` means uncompressed."""
+    if name is None:
+        return None
+    codec = _REGISTRY.get(name)
+    if codec is None:
+        known = ", ".join(sorted(_REGISTRY))
+        raise UnknownCodecError(f"unknown compression codec {name!r} (known: {known})")
+    return codec
+
+
+def available_codecs() -> list[str]:
+    """Names of the registered codecs."""
+    return sorted(_REGISTRY)
+
+
+register_codec(Lz4Codec())
+register_codec(ZstdCodec())

@@ -1,0 +1,357 @@
+"""The footer's metadata model: ``FileMetadata`` and ``BlobMetadata``.
+
+Parsing is strict (every required field present with its JSON type, integers in range,
+booleans and floats refused where integers belong) and names the blob and field at fault.
+Unknown fields are ignored, as Iceberg Java ignores them.  Serialization reproduces Iceberg
+Java's bytes: compact JSON, keys in Java's order, empty ``properties`` and absent
+``compression-codec`` omitted, non-ASCII written raw.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from puffin.errors import InvalidFooterError
+
+__all__ = ["BlobMetadata", "FileMetadata"]
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+CREATED_BY = "created-by"
+
+
+def _frozen_properties(properties: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(properties or {}))
+
+
+@dataclass(frozen=True)
+class BlobMetadata:
+    """One blob as the footer describes it.
+
+    ``offset`` and ``length`` locate the stored (possibly compressed) bytes in the file.
+    ``properties`` is read-only; its order is the order in the file.
+    """
+
+    type: str
+    fields: tuple[int, ...]
+    snapshot_id: int
+    sequence_number: int
+    offset: int
+    length: int
+    compression_codec: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", tuple(self.fields))
+        object.__setattr__(self, "properties", _frozen_properties(self.properties))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # MappingProxyType does not pickle; rebuild from a plain dict.
+        return (
+            BlobMetadata,
+            (
+                self.type,
+                self.fields,
+                self.snapshot_id,
+                self.sequence_number,
+                self.offset,
+                self.length,
+                self.compression_codec,
+                dict(self.properties),
+            ),
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The JSON object for this blob, keys in Iceberg Java's order."""
+        out: dict[str, Any] = {
+            "type": self.type,
+            "fields": list(self.fields),
+            "snapshot-id": self.snapshot_id,
+            "sequence-number": self.sequence_number,
+            "offset": self.offset,
+            "length": self.length,
+        }
+        if self.compression_codec is not None:
+            out["compression-codec"] = self.compression_codec
+        if self.properties:
+            out["properties"] = dict(self.properties)
+        return out
+
+    @classmethod
+    def from_json_dict(cls, obj: object, *, blob_index: int | None = None) -> BlobMetadata:
+        """Parse one ``BlobMetadata`` JSON object, strictly."""
+        if not isinstance(obj, dict):
+            raise InvalidFooterError(
+                f"blob metadata must be a JSON object, got {_json_type(obj)}",
+                blob_index=blob_index,
+            )
+        ctx = _Ctx(blob_index)
+        blob_type = ctx.string(obj, "type")
+        fields_value = ctx.required(obj, "fields")
+        if not isinstance(fields_value, list):
+            raise ctx.error(
+                "fields", f"must be a JSON list of ints, got {_json_type(fields_value)}"
+            )
+        fields = tuple(
+            ctx.integer(item, f"fields[{i}]", INT32_MIN, INT32_MAX, "an int")
+            for i, item in enumerate(fields_value)
+        )
+        snapshot_id = ctx.long(obj, "snapshot-id")
+        sequence_number = ctx.long(obj, "sequence-number")
+        offset = ctx.long(obj, "offset")
+        length = ctx.long(obj, "length")
+        codec = obj.get("compression-codec")
+        if codec is not None and not isinstance(codec, str):
+            raise ctx.error("compression-codec", f"must be a JSON string, got {_json_type(codec)}")
+        if isinstance(codec, str):
+            _check_text(codec, ctx, "compression-codec")
+        properties = _parse_properties(obj, ctx) if "properties" in obj else {}
+        return cls(
+            type=blob_type,
+            fields=fields,
+            snapshot_id=snapshot_id,
+            sequence_number=sequence_number,
+            offset=offset,
+            length=length,
+            compression_codec=codec,
+            properties=properties,
+        )
+
+
+@dataclass(frozen=True)
+class FileMetadata:
+    """The footer payload: the blobs and the file's properties (e.g. ``created-by``)."""
+
+    blobs: tuple[BlobMetadata, ...]
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "blobs", tuple(self.blobs))
+        object.__setattr__(self, "properties", _frozen_properties(self.properties))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FileMetadata, (self.blobs, dict(self.properties)))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"blobs": [b.to_json_dict() for b in self.blobs]}
+        if self.properties:
+            out["properties"] = dict(self.properties)
+        return out
+
+    def to_json(self) -> str:
+        """Compact JSON exactly as Iceberg Java's ``FileMetadataParser`` writes it."""
+        return _dump_java(self.to_json_dict())
+
+    def to_bytes(self) -> bytes:
+        """UTF-8 of :meth:`to_json`: the uncompressed footer payload."""
+        return self.to_json().encode("utf-8")
+
+    @classmethod
+    def from_json(cls, payload: str | bytes | bytearray | memoryview) -> FileMetadata:
+        """Parse a footer payload (UTF-8 bytes or text), strictly.
+
+        Raises :class:`~puffin.InvalidFooterError` naming the blob and field at fault.
+        """
+        if isinstance(payload, str):
+            text = payload
+        else:
+            try:
+                text = bytes(payload).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidFooterError(
+                    f"footer payload is not valid UTF-8: {exc.reason}", offset=exc.start
+                ) from None
+        try:
+            doc = json.loads(
+                text,
+                object_pairs_hook=_no_duplicate_keys,
+                parse_constant=_reject_constant,
+            )
+        except json.JSONDecodeError as exc:
+            raise InvalidFooterError(
+                f"footer payload is not valid JSON: {exc.msg} at line {exc.lineno} "
+                f"column {exc.colno}",
+                offset=exc.pos,
+            ) from None
+        except RecursionError:
+            raise InvalidFooterError("footer payload JSON is nested too deeply") from None
+        return cls.from_json_dict(doc)
+
+    @classmethod
+    def from_json_dict(cls, doc: object) -> FileMetadata:
+        if not isinstance(doc, dict):
+            raise InvalidFooterError(
+                f"footer payload must be a JSON object, got {_json_type(doc)}"
+            )
+        if "blobs" not in doc:
+            raise InvalidFooterError("footer payload has no 'blobs' field", field="blobs")
+        blobs_value = doc["blobs"]
+        if not isinstance(blobs_value, list):
+            raise InvalidFooterError(
+                f"'blobs' must be a JSON list, got {_json_type(blobs_value)}", field="blobs"
+            )
+        blobs = tuple(
+            BlobMetadata.from_json_dict(item, blob_index=i) for i, item in enumerate(blobs_value)
+        )
+        properties = _parse_properties(doc, _Ctx(None)) if "properties" in doc else {}
+        return cls(blobs=blobs, properties=properties)
+
+
+# --- parsing helpers ---------------------------------------------------------------------
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            # An ambiguous footer: Jackson keeps the last value, others the first.
+            raise InvalidFooterError(f"duplicate key {key!r} in a JSON object", field=key)
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidFooterError(f"footer payload is not valid JSON: {name} is not a JSON value")
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number with a fraction or exponent"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class _Ctx:
+    """Where in the footer a value is, for error messages."""
+
+    def __init__(self, blob_index: int | None) -> None:
+        self.blob_index = blob_index
+
+    def error(self, field_name: str, message: str) -> InvalidFooterError:
+        return InvalidFooterError(
+            f"{field_name!r} {message}", field=field_name, blob_index=self.blob_index
+        )
+
+    def required(self, obj: dict[str, Any], name: str) -> Any:
+        if name not in obj:
+            raise InvalidFooterError(
+                f"required field {name!r} is missing", field=name, blob_index=self.blob_index
+            )
+        return obj[name]
+
+    def string(self, obj: dict[str, Any], name: str) -> str:
+        value = self.required(obj, name)
+        if not isinstance(value, str):
+            raise self.error(name, f"must be a JSON string, got {_json_type(value)}")
+        _check_text(value, self, name)
+        return value
+
+    def long(self, obj: dict[str, Any], name: str) -> int:
+        return self.integer(self.required(obj, name), name, INT64_MIN, INT64_MAX, "a long")
+
+    def integer(self, value: object, name: str, low: int, high: int, kind: str) -> int:
+        # bool is an int in Python but not in JSON; floats like 1.0 are not integers either.
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(name, f"must be {kind}, got {_json_type(value)}")
+        if not low <= value <= high:
+            raise self.error(name, f"is out of range for {kind}: {value}")
+        return value
+
+
+def _check_text(value: str, ctx: _Ctx, name: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ctx.error(name, "holds an unpaired surrogate escape, not valid Unicode") from None
+
+
+def _parse_properties(obj: dict[str, Any], ctx: _Ctx) -> dict[str, str]:
+    value = obj["properties"]
+    if not isinstance(value, dict):
+        raise ctx.error("properties", f"must be a JSON object, got {_json_type(value)}")
+    for key, item in value.items():
+        if not isinstance(item, str):
+            raise ctx.error(
+                "properties", f"value of {key!r} must be a JSON string, got {_json_type(item)}"
+            )
+        _check_text(key, ctx, "properties")
+        _check_text(item, ctx, "properties")
+    return value
+
+
+# --- Java-compatible JSON writer -------------------------------------------------------------
+
+_LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
+
+
+def _dump_string(value: str) -> str:
+    # Jackson escapes control characters as Python does, but with upper-case hex digits.
+    text = json.dumps(value, ensure_ascii=False)
+    if "\\u00" in text:
+        text = _LOWER_HEX_ESCAPE.sub(lambda m: "\\u00" + m.group(1).upper(), text)
+    return text
+
+
+def _dump_java(value: Any) -> str:
+    if isinstance(value, str):
+        return _dump_string(value)
+    if isinstance(value, bool) or value is None:
+        raise TypeError(f"unexpected JSON value {value!r} in Puffin metadata")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_dump_java(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_dump_string(k)}:{_dump_java(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"unexpected JSON value {value!r} in Puffin metadata")
+
+
+def check_blob_arguments(
+    *,
+    type: str,
+    fields: Iterable[int],
+    snapshot_id: int,
+    sequence_number: int,
+    properties: Mapping[str, str] | None,
+) -> tuple[int, ...]:
+    """Validate writer arguments up front, so a bad call never reaches the file."""
+    if not isinstance(type, str) or not type:
+        raise ValueError(f"blob type must be a non-empty string, got {type!r}")
+    field_ids = tuple(fields)
+    for f in field_ids:
+        if isinstance(f, bool) or not isinstance(f, int) or not INT32_MIN <= f <= INT32_MAX:
+            raise ValueError(f"field ids must be int32 values, got {f!r}")
+    for name, v in (("snapshot_id", snapshot_id), ("sequence_number", sequence_number)):
+        if isinstance(v, bool) or not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX:
+            raise ValueError(f"{name} must be an int64 value, got {v!r}")
+    check_properties(properties)
+    for text in (type, *(properties or {}).keys(), *(properties or {}).values()):
+        text.encode("utf-8")  # raises UnicodeEncodeError for unpaired surrogates
+    return field_ids
+
+
+def check_properties(properties: Mapping[str, str] | None) -> None:
+    for k, v in (properties or {}).items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValueError(f"properties must map str to str, got {k!r}: {v!r}")
