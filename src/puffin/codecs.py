@@ -116,6 +116,11 @@ class ZstdCodec:
 
 _LZ4_MAGIC = 0x184D2204
 _LZ4_FLG_CONTENT_SIZE = 0x08
+# liblz4 reads a content size of 0 as "unknown" and leaves the flag clear, so it cannot
+# write an empty frame that declares its size.  This is that frame, built by hand: magic,
+# FLG 0x68 (version 1, independent blocks, content size), BD 0x40, size 0, header checksum
+# 0x05 (second byte of XXH32 of the descriptor), end mark.  liblz4 decodes it to b"".
+_LZ4_EMPTY_FRAME = bytes.fromhex("04224D18" "6840" "0000000000000000" "05" "00000000")
 
 
 class Lz4Codec:
@@ -126,6 +131,8 @@ class Lz4Codec:
     def compress(self, data: bytes | bytearray | memoryview) -> bytes:
         import lz4.frame
 
+        if not memoryview(data).nbytes:
+            return _LZ4_EMPTY_FRAME
         return bytes(lz4.frame.compress(data, store_size=True, content_checksum=True))
 
     def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:

@@ -1,0 +1,34 @@
+"""Shared test configuration: test data location and a deterministic hypothesis profile."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
+
+# CI runs are deterministic and bounded; PUFFIN_HYPOTHESIS_PROFILE=thorough explores more.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+settings.register_profile(
+    "thorough",
+    deadline=None,
+    max_examples=2000,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("PUFFIN_HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def testdata() -> Path:
+    """The project's own golden files (see testdata/README.md for provenance)."""
+    return TESTDATA
