@@ -296,7 +296,8 @@ def test_metadata_objects_are_frozen_and_picklable() -> None:
 def test_json_escapes_like_jackson() -> None:
     # Jackson writes control characters with upper-case hex and keeps non-ASCII raw.
     meta = puffin.FileMetadata([], {"k": "a\x1fb\nc\u00e9\U0001f92f\"\\"})
-    assert meta.to_json() == '{"blobs":[],"properties":{"k":"a\\u001Fb\\nc\u00e9\U0001f92f\\"\\\\"}}'
+    expected = '{"blobs":[],"properties":{"k":"a\\u001Fb\\nc\u00e9\U0001f92f\\"\\\\"}}'
+    assert meta.to_json() == expected
 
 
 def test_writer_argument_errors() -> None:

@@ -13,7 +13,13 @@ from typing import Any
 
 from puffin._source import RandomAccessSource, Source, open_source
 from puffin.codecs import get_codec
-from puffin.errors import CodecError, InvalidFileError, LimitExceededError, PuffinError
+from puffin.errors import (
+    CodecError,
+    InvalidFileError,
+    InvalidFooterError,
+    LimitExceededError,
+    PuffinError,
+)
 from puffin.layout import (
     FOOTER_STRUCT_LENGTH,
     MAGIC_LENGTH,
@@ -124,7 +130,23 @@ class PuffinReader:
                     f"compressed footer payload: {exc.reason}",
                     offset=footer_start + MAGIC_LENGTH,
                 ) from None
-        return FileMetadata.from_json(payload), footer_size, fstruct.compressed
+        try:
+            metadata = FileMetadata.from_json(payload)
+        except InvalidFooterError as exc:
+            if exc.offset is None:
+                raise
+            # Offsets from the JSON parser count within the payload; report file offsets
+            # (or say the offset is inside the decompressed payload).
+            if fstruct.compressed:
+                raise InvalidFooterError(
+                    exc.reason, field=exc.field, blob_index=exc.blob_index,
+                    location=f"decompressed footer payload byte {exc.offset}",
+                ) from None
+            raise InvalidFooterError(
+                exc.reason, field=exc.field, blob_index=exc.blob_index,
+                offset=footer_start + MAGIC_LENGTH + exc.offset,
+            ) from None
+        return metadata, footer_size, fstruct.compressed
 
     def _check_payload_size(self, payload_size: int) -> None:
         largest = self.file_size - MIN_FILE_SIZE
