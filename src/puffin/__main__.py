@@ -1,0 +1,7 @@
+"""``python -m puffin``: the command-line tool (see :mod:`puffin.cli`)."""
+
+from __future__ import annotations
+
+from puffin.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""Helpers shared by the subcommands: input errors, safe text, blob selection."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import unicodedata
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from puffin.errors import PuffinError
+
+__all__ = [
+    "InputError",
+    "UsageError",
+    "error_dict",
+    "opened",
+    "printable",
+    "reading",
+    "write_json",
+]
+
+
+class UsageError(Exception):
+    """The command line asks for something impossible (exit status 2)."""
+
+
+class InputError(Exception):
+    """An input file is invalid or unreadable (exit status 1); the message names the file."""
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def reading(path: str) -> Iterator[None]:
+    """Turn library and I/O errors about ``path`` into an :class:`InputError` naming it."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except (PuffinError, OSError) as exc:
+        raise InputError(f"{path}: {_describe(exc)}") from exc
+
+
+@contextlib.contextmanager
+def opened(path: str) -> Iterator[Any]:
+    """``puffin.open(path)`` with errors naming the file."""
+    import puffin
+
+    with reading(path):
+        reader = puffin.open(path)
+    try:
+        with reading(path):
+            yield reader
+    finally:
+        reader.close()
+
+
+def error_dict(exc: BaseException) -> dict[str, Any]:
+    """The JSON form of an error: its type, message and where it is, when known."""
+    if isinstance(exc, PuffinError):
+        return {
+            "type": type(exc).__name__,
+            "message": exc.reason,
+            "blob_index": exc.blob_index,
+            "offset": exc.offset,
+            "field": exc.field,
+        }
+    return {
+        "type": type(exc).__name__,
+        "message": _describe(exc),
+        "blob_index": None,
+        "offset": None,
+        "field": None,
+    }
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, so a file cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Zs",):
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+def write_json(obj: Any, stream: TextIO | None = None) -> None:
+    """Indented JSON and a newline; non-ASCII raw when the stream is UTF-8, else escaped."""
+    import json
+
+    out = sys.stdout if stream is None else stream
+    encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
+    json.dump(obj, out, indent=2, ensure_ascii=encoding != "utf8")
+    out.write("\n")

@@ -1,0 +1,174 @@
+"""``puffin inspect``: the footer and every blob, with decoded theta and DV contents."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from puffin.cli._blobs import DV_TYPE, THETA_TYPE, dv_info, theta_info
+from puffin.cli._common import error_dict, opened, printable, write_json
+from puffin.cli._style import Colours, colours_for
+from puffin.layout import MIN_FOOTER_SIZE
+
+__all__ = ["SCHEMA_VERSION", "describe", "run"]
+
+#: Version of the ``--json`` shape (docs/cli.md); bumped on any incompatible change.
+SCHEMA_VERSION = 1
+
+
+def describe(path: str, *, positions: int | None, std_devs: int) -> dict[str, Any]:
+    """The inspect report of one file, as ``--json`` prints it."""
+    with opened(path) as reader:
+        blobs: list[dict[str, Any]] = []
+        for index, meta in enumerate(reader.blobs):
+            entry: dict[str, Any] = {
+                "index": index,
+                "type": meta.type,
+                "fields": list(meta.fields),
+                "snapshot_id": meta.snapshot_id,
+                "sequence_number": meta.sequence_number,
+                "offset": meta.offset,
+                "length": meta.length,
+                "compression_codec": meta.compression_codec,
+                "properties": dict(meta.properties),
+                "theta": None,
+                "deletion_vector": None,
+                "error": None,
+            }
+            if meta.type in (THETA_TYPE, DV_TYPE):
+                try:
+                    data = reader.read_blob(index)
+                    if meta.type == THETA_TYPE:
+                        entry["theta"] = theta_info(data, meta, index, std_devs=std_devs)
+                    else:
+                        entry["deletion_vector"] = dv_info(data, meta, index, limit=positions)
+                except (ValueError, OSError) as exc:  # PuffinError is a ValueError
+                    if isinstance(exc, BrokenPipeError):
+                        raise
+                    entry["error"] = error_dict(exc)
+            blobs.append(entry)
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "command": "inspect",
+            "file": path,
+            "file_size": reader.file_size,
+            "footer_size": reader.footer_size,
+            "footer_payload_size": reader.footer_size - MIN_FOOTER_SIZE,
+            "footer_compressed": bool(reader.footer_compressed),
+            "properties": reader.properties,
+            "blob_count": len(blobs),
+            "valid": all(b["error"] is None for b in blobs),
+            "blobs": blobs,
+        }
+
+
+def run(args: argparse.Namespace) -> int:
+    report = describe(args.file, positions=args.positions, std_devs=args.std_devs)
+    if args.json:
+        write_json(report)
+    else:
+        render(report, sys.stdout, colours_for(sys.stdout, args.color))
+    return 0 if report["valid"] else 1
+
+
+# --- human output ------------------------------------------------------------------------
+
+_LABEL_WIDTH = 17
+
+
+def _number(value: float) -> str:
+    """A float shown to a useful precision, integers without a fraction."""
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:,.2f}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def render(report: dict[str, Any], out: Any, c: Colours) -> None:
+    """Write the aligned human-readable form of an inspect report."""
+
+    def line(label: str, value: str) -> None:
+        out.write(f"  {c.cyan(label.ljust(_LABEL_WIDTH))}{value}\n")
+
+    def properties(props: dict[str, str]) -> None:
+        if not props:
+            line("properties", c.dim("(none)"))
+            return
+        width = max(len(printable(k)) for k in props)
+        for i, (key, value) in enumerate(props.items()):
+            text = f"{printable(key).ljust(width)} = {printable(value)}"
+            if i == 0:
+                line("properties", text)
+            else:
+                out.write(f"  {' ' * _LABEL_WIDTH}{text}\n")
+
+    out.write(f"{c.bold(printable(report['file']))}\n")
+    line("file size", _plural(report["file_size"], "byte"))
+    compressed = "lz4-compressed" if report["footer_compressed"] else "uncompressed"
+    line(
+        "footer size",
+        f"{_plural(report['footer_size'], 'byte')} "
+        f"(payload {report['footer_payload_size']:,}, {compressed})",
+    )
+    properties(report["properties"])
+    line("blobs", f"{report['blob_count']:,}")
+
+    for blob in report["blobs"]:
+        out.write("\n")
+        title = f"blob {blob['index']}"
+        out.write(f"{c.bold(title)}  {c.bold(printable(blob['type']))}\n")
+        line("fields", "[" + ", ".join(str(f) for f in blob["fields"]) + "]")
+        line("snapshot-id", str(blob["snapshot_id"]))
+        line("sequence-number", str(blob["sequence_number"]))
+        line("offset", f"{blob['offset']:,}")
+        line("length", _plural(blob["length"], "byte"))
+        line("codec", printable(blob["compression_codec"] or "") or c.dim("none"))
+        properties(blob["properties"])
+        if blob["theta"] is not None:
+            _render_theta(blob["theta"], line, c)
+        if blob["deletion_vector"] is not None:
+            _render_dv(blob["deletion_vector"], line, c)
+        if blob["error"] is not None:
+            err = blob["error"]
+            line(c.red("error"), c.red(f"{err['type']}: {printable(err['message'])}"))
+
+
+def _render_theta(theta: dict[str, Any], line: Any, c: Colours) -> None:
+    if theta["ndv"] is None:
+        line("ndv", c.dim("(no ndv property)"))
+    else:
+        verdict = (
+            c.green("matches the estimate")
+            if theta["ndv_matches_estimate"]
+            else c.yellow(f"estimate truncated is {int(theta['estimate']):,}")
+        )
+        line("ndv", f"{theta['ndv']:,} ({verdict})")
+    line(
+        "estimate",
+        f"{_number(theta['estimate'])}  "
+        f"[{_number(theta['lower_bound'])}, {_number(theta['upper_bound'])}] "
+        f"at {theta['std_devs']} std dev{'s' if theta['std_devs'] != 1 else ''}",
+    )
+    mode = "estimation mode" if theta["estimation_mode"] else "exact"
+    line(
+        "retained",
+        f"{_plural(theta['num_retained'], 'entry').replace('entrys', 'entries')}, "
+        f"theta {theta['theta']:.6g} ({mode})",
+    )
+
+
+def _render_dv(dv: dict[str, Any], line: Any, c: Colours) -> None:
+    referenced = dv["referenced_data_file"]
+    line("data file", printable(referenced) if referenced is not None else c.dim("(none)"))
+    line("cardinality", f"{dv['cardinality']:,}")
+    shown = dv["positions"]
+    text = ", ".join(str(p) for p in shown) if shown else c.dim("(none)")
+    if not dv["positions_complete"]:
+        text += c.dim(
+            f"  … first {len(shown):,} of {dv['cardinality']:,} (--positions all for every one)"
+        )
+    line("positions", text)
