@@ -152,9 +152,20 @@ class Lz4Codec:
         if declared > max_size:
             raise _too_large("LZ4", declared, max_size)
         decompressor = lz4.frame.LZ4FrameDecompressor()
+        # Ask for at most one byte more than declared, so an overlong frame is caught early,
+        # and at most one chunk at a time: lz4 allocates max_length up front, and memory
+        # should follow the real output, not what the header claims.
+        want = declared + 1
         try:
-            # Ask for one byte more than declared so an overlong frame is caught early.
-            out = decompressor.decompress(bytes(view), max_length=declared + 1)
+            out = decompressor.decompress(bytes(view), max_length=min(want, _CHUNK))
+            if len(out) == _CHUNK and want > _CHUNK:
+                parts = bytearray(out)
+                while not decompressor.eof and len(parts) < want:
+                    more = decompressor.decompress(b"", max_length=min(want - len(parts), _CHUNK))
+                    if not more:
+                        break
+                    parts += more
+                out = bytes(parts)
         except RuntimeError as exc:  # lz4 reports frame errors as RuntimeError
             raise CodecError(f"corrupt LZ4 frame: {exc}") from None
         if len(out) != declared:

@@ -181,10 +181,16 @@ class FileMetadata:
             ) from None
         except RecursionError:
             raise InvalidFooterError("footer payload JSON is nested too deeply") from None
-        return cls.from_json_dict(doc)
+        # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
+        return cls.from_json_dict(doc, check_text=bool(_SURROGATE_ESCAPE.search(text)))
 
     @classmethod
-    def from_json_dict(cls, doc: object) -> FileMetadata:
+    def from_json_dict(cls, doc: object, *, check_text: bool = True) -> FileMetadata:
+        """Build from a parsed JSON document, strictly.
+
+        ``check_text=False`` skips the per-string Unicode check when the caller knows the
+        document came from text without surrogate escapes.
+        """
         if not isinstance(doc, dict):
             raise InvalidFooterError(
                 f"footer payload must be a JSON object, got {_json_type(doc)}"
@@ -197,7 +203,9 @@ class FileMetadata:
                 f"'blobs' must be a JSON list, got {_json_type(blobs_value)}", field="blobs"
             )
         blobs = tuple(
-            BlobMetadata.from_json_dict(item, blob_index=i) for i, item in enumerate(blobs_value)
+            (None if check_text else _fast_blob(item))
+            or BlobMetadata.from_json_dict(item, blob_index=i)
+            for i, item in enumerate(blobs_value)
         )
         properties = _parse_properties(doc, _Ctx(None)) if "properties" in doc else {}
         return cls(blobs=blobs, properties=properties)
@@ -211,13 +219,77 @@ class _DuplicateKey(Exception):
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            # An ambiguous footer: Jackson keeps the last value, others the first.
-            raise InvalidFooterError(f"duplicate key {key!r} in a JSON object", field=key)
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        # An ambiguous footer: Jackson keeps the last value, others the first.
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise InvalidFooterError(f"duplicate key {key!r} in a JSON object", field=key)
+            seen.add(key)
     return out
+
+
+def _fast_blob(obj: object) -> BlobMetadata | None:
+    """Build a well-formed blob in one pass; ``None`` sends it to the detailed checker.
+
+    Footers of statistics files hold thousands of blobs, so the common case must be cheap.
+    Exact ``type(...) is`` tests keep booleans out of the integers.  Strings are not checked
+    for unpaired surrogates here: the payload is screened for ``\\ud8..`` escapes once.
+    """
+    if type(obj) is not dict:
+        return None
+    try:
+        blob_type = obj["type"]
+        fields = obj["fields"]
+        snapshot_id = obj["snapshot-id"]
+        sequence_number = obj["sequence-number"]
+        offset = obj["offset"]
+        length = obj["length"]
+    except KeyError:
+        return None
+    codec = obj.get("compression-codec")
+    properties = obj.get("properties", _EMPTY)
+    if (
+        type(blob_type) is not str
+        or type(fields) is not list
+        or type(snapshot_id) is not int
+        or type(sequence_number) is not int
+        or type(offset) is not int
+        or type(length) is not int
+        or (codec is not None and type(codec) is not str)
+        or type(properties) is not dict
+        or not INT64_MIN <= snapshot_id <= INT64_MAX
+        or not INT64_MIN <= sequence_number <= INT64_MAX
+        or not INT64_MIN <= offset <= INT64_MAX
+        or not INT64_MIN <= length <= INT64_MAX
+    ):
+        return None
+    for f in fields:
+        if type(f) is not int or not INT32_MIN <= f <= INT32_MAX:
+            return None
+    for v in properties.values():
+        if type(v) is not str:
+            return None
+    # Skip the dataclass __init__ (its frozen setattr calls cost more than the checks).
+    blob = _new_blob(BlobMetadata)
+    attrs = blob.__dict__
+    attrs["type"] = blob_type
+    attrs["fields"] = tuple(fields)
+    attrs["snapshot_id"] = snapshot_id
+    attrs["sequence_number"] = sequence_number
+    attrs["offset"] = offset
+    attrs["length"] = length
+    attrs["compression_codec"] = codec
+    attrs["properties"] = MappingProxyType(properties)
+    return blob
+
+
+_new_blob = object.__new__
+
+
+_EMPTY: dict[str, str] = {}
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _reject_constant(name: str) -> Any:

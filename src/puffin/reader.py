@@ -82,8 +82,6 @@ class PuffinReader:
                 f"({MIN_FILE_SIZE} bytes)",
                 offset=0,
             )
-        check_magic(src.read_at(0, MAGIC_LENGTH), 0, offset=0, what="at start of file")
-
         if hint is not None:
             if isinstance(hint, bool) or not isinstance(hint, int):
                 raise TypeError(f"footer_size must be an int, got {hint!r}")
@@ -104,9 +102,13 @@ class PuffinReader:
                     offset=size - FOOTER_STRUCT_LENGTH,
                 )
             footer_size = hint
+            check_magic(src.read_at(0, MAGIC_LENGTH), 0, offset=0, what="at start of file")
         else:
             tail_len = min(size, self.limits.tail_read_size)
             tail = src.read_at(size - tail_len, tail_len)
+            # A small file's tail read holds its leading magic too: no separate read.
+            head = tail if tail_len == size else src.read_at(0, MAGIC_LENGTH)
+            check_magic(head, 0, offset=0, what="at start of file")
             fstruct = parse_footer_struct(tail, file_size=size)
             self._check_payload_size(fstruct.payload_size)
             footer_size = footer_size_for(fstruct.payload_size)
