@@ -13,7 +13,15 @@ from typing import Any
 from puffin.errors import InvalidBlobError, ThetaSketchError
 from puffin.metadata import BlobMetadata
 
-__all__ = ["DV_TYPE", "THETA_TYPE", "check_blob", "dv_info", "parse_ndv", "theta_info"]
+__all__ = [
+    "DV_TYPE",
+    "THETA_TYPE",
+    "check_blob",
+    "decode_dv_blob",
+    "dv_info",
+    "parse_ndv",
+    "theta_info",
+]
 
 THETA_TYPE = "apache-datasketches-theta-v1"
 DV_TYPE = "deletion-vector-v1"
@@ -62,7 +70,7 @@ def theta_info(data: bytes, meta: BlobMetadata, index: int, *, std_devs: int) ->
 
 def dv_info(data: bytes, meta: BlobMetadata, index: int, *, limit: int | None) -> dict[str, Any]:
     """Referenced data file, cardinality and the first ``limit`` positions of a DV blob."""
-    dv = _decode_dv(data, meta, index)
+    dv = decode_dv_blob(data, meta, index)
     cardinality = int(dv.cardinality)
     if limit is None or limit >= cardinality:
         positions = dv.to_numpy().tolist()
@@ -80,7 +88,7 @@ def dv_info(data: bytes, meta: BlobMetadata, index: int, *, limit: int | None) -
     }
 
 
-def _decode_dv(data: bytes, meta: BlobMetadata, index: int) -> Any:
+def decode_dv_blob(data: bytes, meta: BlobMetadata, index: int) -> Any:
     from puffin.blobs.deletion_vector import DeletionVector
 
     expected = meta.properties.get("cardinality")
@@ -102,6 +110,6 @@ def check_blob(data: bytes, meta: BlobMetadata, index: int) -> None:
                 field="properties",
             )
     elif meta.type == DV_TYPE:
-        _decode_dv(data, meta, index)
+        decode_dv_blob(data, meta, index)
     else:  # pragma: no cover - callers only pass the two types above
         raise InvalidBlobError(f"no checks for blob type {meta.type!r}", blob_index=index)

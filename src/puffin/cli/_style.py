@@ -53,4 +53,3 @@ def colours_for(stream: TextIO, mode: str = "auto") -> Colours:
         return Colours(stream.isatty())
     except (AttributeError, ValueError):  # closed or unusual streams
         return Colours(False)
-
