@@ -1,0 +1,154 @@
+"""Catalogs and tables: pyiceberg's own configuration, or an embedded SQLite catalog.
+
+A catalog named in ``~/.pyiceberg.yaml`` (or in ``PYICEBERG_CATALOG__<NAME>__*`` environment
+variables) is loaded exactly as pyiceberg loads it.  Without one, the library uses an embedded
+SQLite catalog whose database and data live in one local folder, so a table can be made and
+used with nothing to set up.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+__all__ = [
+    "DEFAULT_WAREHOUSE",
+    "WAREHOUSE_ENV",
+    "CatalogNotFoundError",
+    "SnapshotNotFoundError",
+    "TableNotFoundError",
+    "load_catalog",
+    "load_table",
+    "local_catalog",
+    "resolve_snapshot",
+]
+
+#: The embedded catalog's folder when nothing else is given (relative to the working folder).
+DEFAULT_WAREHOUSE = "warehouse"
+#: Environment variable that moves the embedded catalog's folder.
+WAREHOUSE_ENV = "PUFFIN_WAREHOUSE"
+#: File name of the SQLite database inside the warehouse folder.
+CATALOG_DB = "catalog.db"
+
+
+class CatalogNotFoundError(LookupError):
+    """A catalog was asked for by name but pyiceberg's configuration has no such catalog."""
+
+
+class TableNotFoundError(LookupError):
+    """The catalog has no table by that name."""
+
+
+class SnapshotNotFoundError(LookupError):
+    """The table has no such snapshot (or no snapshot at all)."""
+
+
+def default_warehouse() -> Path:
+    """The embedded catalog's folder: ``$PUFFIN_WAREHOUSE`` or ``./warehouse``."""
+    return Path(os.environ.get(WAREHOUSE_ENV) or DEFAULT_WAREHOUSE).resolve()
+
+
+def local_catalog(
+    warehouse: str | os.PathLike[str] | None = None, *, name: str = "default"
+) -> Catalog:
+    """An embedded SQLite catalog: ``<warehouse>/catalog.db`` plus table folders beside it.
+
+    The folder is created if needed.  Several processes may share it (SQLite locks the
+    database for each commit).
+    """
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    folder = Path(warehouse).resolve() if warehouse is not None else default_warehouse()
+    folder.mkdir(parents=True, exist_ok=True)
+    return SqlCatalog(
+        name,
+        uri=f"sqlite:///{folder / CATALOG_DB}",
+        # Not Path.as_uri(): pyiceberg maps file: locations to paths without unquoting.
+        warehouse=f"file://{folder}",
+    )
+
+
+def load_catalog(
+    name: str | None = None, *, warehouse: str | os.PathLike[str] | None = None
+) -> Catalog:
+    """A catalog by name, through pyiceberg's configuration, else the embedded one.
+
+    * ``warehouse`` given: the embedded SQLite catalog in that folder.
+    * ``name`` given: the catalog of that name from ``~/.pyiceberg.yaml`` or the
+      ``PYICEBERG_CATALOG__<NAME>__*`` environment variables; :class:`CatalogNotFoundError`
+      if neither defines it (except for the name ``default``, which falls back to the
+      embedded catalog).
+    * neither: pyiceberg's default catalog if one is configured, else the embedded catalog
+      in ``$PUFFIN_WAREHOUSE`` or ``./warehouse``.
+    """
+    if warehouse is not None:
+        return local_catalog(warehouse, name=name or "default")
+    from pyiceberg.catalog import load_catalog as pyiceberg_load_catalog
+    from pyiceberg.utils.config import Config
+
+    config = Config()  # read now, so configuration changed since import is seen
+    lookup = name or config.get_default_catalog_name()
+    properties = config.get_catalog_config(lookup)
+    if properties is not None:
+        return pyiceberg_load_catalog(lookup, **{k: str(v) for k, v in properties.items()})
+    if name is not None and name.lower() != "default":
+        known = ", ".join(sorted(config.get_known_catalogs())) or "none"
+        raise CatalogNotFoundError(
+            f"no catalog named {name!r} in ~/.pyiceberg.yaml or PYICEBERG_CATALOG__"
+            f"{name.upper()}__* environment variables (configured catalogs: {known}); "
+            "leave the name out to use the embedded SQLite catalog"
+        )
+    return local_catalog(name=lookup)
+
+
+def load_table(catalog: Catalog, identifier: str | tuple[str, ...]) -> Table:
+    """``catalog.load_table`` with an error that names what exists."""
+    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+
+    try:
+        return catalog.load_table(identifier)
+    except (NoSuchTableError, NoSuchNamespaceError):
+        pass
+    name = identifier if isinstance(identifier, str) else ".".join(identifier)
+    hint = ""
+    try:
+        namespace = catalog.namespace_from(identifier)
+        tables = [".".join(t) for t in catalog.list_tables(namespace)] if namespace else []
+        if tables:
+            hint = f"; tables in {'.'.join(namespace)}: {', '.join(sorted(tables)[:20])}"
+        else:
+            spaces = [".".join(n) for n in catalog.list_namespaces()]
+            hint = f"; namespaces: {', '.join(sorted(spaces)) or 'none'}"
+    except Exception:  # the hint is a courtesy; the error below is the message
+        pass
+    raise TableNotFoundError(f"table {name!r} not found in catalog {catalog.name!r}{hint}")
+
+
+def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+    """The given snapshot, or the current one, with errors that say what is missing."""
+    if snapshot_id is None:
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            raise SnapshotNotFoundError(
+                f"table {_table_name(table)} has no snapshot yet (no data was ever committed)"
+            )
+        return snapshot
+    snapshot = table.snapshot_by_id(snapshot_id)
+    if snapshot is None:
+        known = [s.snapshot_id for s in table.snapshots()]
+        shown = ", ".join(str(s) for s in known[-10:]) or "none"
+        raise SnapshotNotFoundError(
+            f"table {_table_name(table)} has no snapshot {snapshot_id} "
+            f"({len(known)} snapshots; latest: {shown})"
+        )
+    return snapshot
+
+
+def _table_name(table: Table) -> str:
+    return ".".join(table.name()) if table.name() else table.metadata.location

@@ -1,0 +1,370 @@
+"""``puffin table ...``: table statistics and verification from the command line.
+
+``puffin table stats compute TABLE``, ``puffin table stats show TABLE``,
+``puffin table verify TABLE`` and ``puffin table sample TABLE``.  The catalog is
+``--catalog NAME`` from pyiceberg's configuration (``~/.pyiceberg.yaml``,
+``PYICEBERG_CATALOG__NAME__*``), or ``--warehouse DIR`` for the embedded SQLite catalog in
+``DIR``; with neither, pyiceberg's default catalog if configured, else the embedded catalog
+in ``$PUFFIN_WAREHOUSE`` or ``./warehouse``.
+
+This module imports nothing heavy at import time: the ``puffin`` command loads it to add the
+subcommands, and pyiceberg is imported only when one runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+__all__ = ["register_cli", "run"]
+
+_EPILOG_COMPUTE = """\
+examples:
+  puffin table stats compute db.events
+  puffin table stats compute db.events --columns user_id,country --snapshot-id 123
+  puffin table stats compute prod.db.events --catalog prod
+"""
+
+_EPILOG_VERIFY = """\
+Checks every statistics file the metadata references (exists, size, footer size, blob
+metadata equal to the footer, sketches decode) and the current snapshot's deletion vectors
+(exists, size, CRC, cardinality = record_count, positions inside the data file).
+Exit status 1 when a problem is found.
+"""
+
+
+def _catalog_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("catalog")
+    group.add_argument(
+        "--catalog",
+        metavar="NAME",
+        help="catalog name from ~/.pyiceberg.yaml or PYICEBERG_CATALOG__NAME__* variables "
+        "(default: pyiceberg's default catalog if configured, else the embedded SQLite catalog)",
+    )
+    group.add_argument(
+        "--warehouse",
+        metavar="DIR",
+        help="use the embedded SQLite catalog in DIR (DIR/catalog.db); default "
+        "$PUFFIN_WAREHOUSE or ./warehouse",
+    )
+    return parent
+
+
+def _parents() -> list[argparse.ArgumentParser]:
+    parents = [_catalog_options()]
+    try:
+        from puffin.cli import common_options
+
+        parents.append(common_options())
+    except ImportError:  # pragma: no cover - the CLI package is part of the library
+        pass
+    return parents
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add the ``table`` command group to the ``puffin`` command's subparsers."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    table = subparsers.add_parser(
+        "table",
+        help="Iceberg table statistics and deletion-vector checks (needs the iceberg extra)",
+        description="Work on Iceberg tables through pyiceberg: compute and show NDV "
+        "statistics, verify the Puffin files the metadata references.",
+        formatter_class=fmt,
+    )
+    table.set_defaults(func=_help(table))
+    groups = table.add_subparsers(dest="table_command", metavar="COMMAND")
+
+    stats = groups.add_parser(
+        "stats", help="compute or show table statistics (theta sketches)", formatter_class=fmt
+    )
+    stats.set_defaults(func=_help(stats))
+    stats_cmds = stats.add_subparsers(dest="stats_command", metavar="COMMAND")
+
+    compute = stats_cmds.add_parser(
+        "compute",
+        help="compute NDV sketches of a snapshot and commit them as its statistics file",
+        parents=_parents(),
+        epilog=_EPILOG_COMPUTE,
+        formatter_class=fmt,
+    )
+    compute.add_argument("table", help="table identifier, e.g. db.events")
+    compute.add_argument(
+        "--columns", help="comma-separated column names (default: all primitive columns)"
+    )
+    compute.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
+    compute.add_argument(
+        "--no-commit",
+        action="store_true",
+        help="write the statistics file but do not register it in the table",
+    )
+    compute.add_argument("--json", action="store_true", help="print the result as JSON")
+    compute.add_argument(
+        "--no-progress", action="store_true", help="no progress bar even on a terminal"
+    )
+    compute.set_defaults(func=_run_compute)
+
+    show = stats_cmds.add_parser(
+        "show",
+        help="print each column's ndv and sketch bounds from the snapshot's statistics file",
+        parents=_parents(),
+        formatter_class=fmt,
+    )
+    show.add_argument("table", help="table identifier, e.g. db.events")
+    show.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(func=_run_show)
+
+    verify = groups.add_parser(
+        "verify",
+        help="check the statistics files and deletion vectors the table references",
+        parents=_parents(),
+        epilog=_EPILOG_VERIFY,
+        formatter_class=fmt,
+    )
+    verify.add_argument("table", help="table identifier, e.g. db.events")
+    verify.add_argument(
+        "--snapshot-id",
+        type=int,
+        help="snapshot whose deletion vectors to check (default: current)",
+    )
+    verify.add_argument("--json", action="store_true", help="print JSON")
+    verify.set_defaults(func=_run_verify)
+
+    sample = groups.add_parser(
+        "sample",
+        help="create a sample table (9 column types) in the catalog",
+        parents=_parents(),
+        formatter_class=fmt,
+    )
+    sample.add_argument("table", help="table identifier to create, e.g. demo.events")
+    sample.add_argument("--rows", type=int, default=1_000_000, help="rows (default 1000000)")
+    sample.add_argument("--files", type=int, default=4, help="data files (default 4)")
+    sample.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sample.add_argument("--replace", action="store_true", help="drop the table first if it exists")
+    sample.set_defaults(func=_run_sample)
+
+
+register = register_cli
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to the chosen ``table`` subcommand."""
+    func = getattr(args, "func", None)
+    if func is None or func is run:
+        raise SystemExit(2)
+    return int(func(args))
+
+
+def _help(parser: argparse.ArgumentParser) -> Any:
+    def show_help(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return 2
+
+    return show_help
+
+
+# --- handlers -------------------------------------------------------------------------------
+
+
+def _input_error(message: str) -> Exception:
+    try:
+        from puffin.cli import InputError
+
+        return InputError(message)
+    except ImportError:  # pragma: no cover
+        return RuntimeError(message)
+
+
+def _open_table(args: argparse.Namespace) -> Table:
+    from puffin.iceberg._catalog import (
+        CatalogNotFoundError,
+        TableNotFoundError,
+        load_catalog,
+        load_table,
+    )
+
+    try:
+        catalog = load_catalog(args.catalog, warehouse=args.warehouse)
+        return load_table(catalog, args.table)
+    except (CatalogNotFoundError, TableNotFoundError) as exc:
+        raise _input_error(str(exc)) from None
+    except ImportError as exc:
+        raise _input_error(
+            f"{exc}; install the iceberg extra: pip install 'iceberg-puffin[iceberg]'"
+        ) from None
+
+
+def _lookup_errors() -> tuple[type[BaseException], ...]:
+    from puffin.iceberg._catalog import SnapshotNotFoundError
+    from puffin.iceberg._scan import ColumnNotFoundError, UnsupportedTableError
+    from puffin.iceberg.statistics import StatisticsNotFoundError
+
+    return (
+        SnapshotNotFoundError,
+        ColumnNotFoundError,
+        UnsupportedTableError,
+        StatisticsNotFoundError,
+    )
+
+
+def _run_compute(args: argparse.Namespace) -> int:
+    from puffin.iceberg.statistics import SkippedColumnWarning, compute_table_statistics
+
+    table = _open_table(args)
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SkippedColumnWarning)
+        try:
+            stats = compute_table_statistics(
+                table,
+                columns=columns,
+                snapshot_id=args.snapshot_id,
+                commit=not args.no_commit,
+                progress=False if args.no_progress else None,
+            )
+        except _lookup_errors() as exc:
+            raise _input_error(str(exc)) from None
+        except ValueError as exc:
+            raise _input_error(str(exc)) from None
+    for w in caught:
+        if issubclass(w.category, SkippedColumnWarning):
+            sys.stderr.write(f"puffin table stats compute: note: {w.message}\n")
+    names = _names(table)
+    if args.json:
+        doc = stats.model_dump(by_alias=True, exclude_none=True)
+        doc["committed"] = not args.no_commit
+        print(json.dumps(doc, indent=2))
+        return 0
+    verb = "wrote" if args.no_commit else "committed"
+    print(f"{verb} {stats.statistics_path}")
+    print(
+        f"  snapshot {stats.snapshot_id}, {stats.file_size_in_bytes} bytes, "
+        f"footer {stats.file_footer_size_in_bytes} bytes"
+    )
+    width = max((len(names.get(b.fields[0], "")) for b in stats.blob_metadata), default=6)
+    for b in stats.blob_metadata:
+        name = names.get(b.fields[0], f"field {b.fields[0]}")
+        ndv = (b.properties or {}).get("ndv", "?")
+        print(f"  {name:<{width}}  ndv {ndv}")
+    return 0
+
+
+def _names(table: Table) -> dict[int, str]:
+    from puffin.iceberg._scan import _struct_paths
+
+    return {fid: entry[1] for fid, entry in _struct_paths(table.schema()).items()}
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from puffin.iceberg.statistics import read_table_statistics
+
+    table = _open_table(args)
+    try:
+        stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
+    except _lookup_errors() as exc:
+        raise _input_error(str(exc)) from None
+    rows = []
+    for c in stats.columns:
+        sketch = c.sketch
+        rows.append(
+            {
+                "field_id": c.field_id,
+                "name": c.name,
+                "ndv": c.ndv,
+                "estimate": c.estimate,
+                "lower_bound": float(sketch.lower_bound(2)),
+                "upper_bound": float(sketch.upper_bound(2)),
+                "num_retained": int(sketch.num_retained),
+                "exact": bool(float(sketch.theta) >= 1.0),
+            }
+        )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "snapshot_id": stats.snapshot_id,
+                    "statistics_path": stats.statistics_file.statistics_path,
+                    "created_by": stats.created_by,
+                    "columns": rows,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"{stats.statistics_file.statistics_path}")
+    print(f"  snapshot {stats.snapshot_id}, created by {stats.created_by or 'unknown'}")
+    width = max((len(str(r["name"] or "")) for r in rows), default=6)
+    width = max(width, 6)
+    print(f"  {'column':<{width}}  {'ndv':>12}  {'95% bounds (2 sigma)':>27}  mode")
+    for r in rows:
+        bounds = f"[{r['lower_bound']:.0f}, {r['upper_bound']:.0f}]"
+        mode = "exact" if r["exact"] else "estimate"
+        name = r["name"] if r["name"] is not None else f"<field {r['field_id']}>"
+        ndv = r["ndv"] if r["ndv"] is not None else "?"
+        print(f"  {name:<{width}}  {ndv:>12}  {bounds:>27}  {mode}")
+    return 0
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from puffin.iceberg.verify import verify_table
+
+    table = _open_table(args)
+    try:
+        report = verify_table(table, snapshot_id=args.snapshot_id)
+    except _lookup_errors() as exc:
+        raise _input_error(str(exc)) from None
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0 if report.ok else 1
+    name = args.table
+    print(
+        f"{name}: checked {report.statistics_files} statistics file(s), "
+        f"{report.partition_statistics_files} partition statistics file(s), "
+        f"{report.deletion_vectors} deletion vector(s)"
+    )
+    for p in report.problems:
+        print(f"  problem: {p}")
+    print("OK" if report.ok else f"{len(report.problems)} problem(s) found")
+    return 0 if report.ok else 1
+
+
+def _run_sample(args: argparse.Namespace) -> int:
+    from puffin.iceberg._catalog import load_catalog
+    from puffin.iceberg.sample import create_sample_table
+
+    if args.rows < 0 or args.files < 1:
+        try:
+            from puffin.cli import UsageError
+
+            raise UsageError("--rows must be >= 0 and --files >= 1")
+        except ImportError:  # pragma: no cover
+            return 2
+    catalog = load_catalog(args.catalog, warehouse=args.warehouse)
+    try:
+        table = create_sample_table(
+            catalog,
+            args.table,
+            rows=args.rows,
+            files=args.files,
+            seed=args.seed,
+            replace=args.replace,
+        )
+    except Exception as exc:
+        from pyiceberg.exceptions import TableAlreadyExistsError
+
+        if isinstance(exc, TableAlreadyExistsError):
+            raise _input_error(f"table {args.table} already exists (use --replace)") from None
+        raise
+    snapshot = table.current_snapshot()
+    print(
+        f"created {args.table} at {table.metadata.location}: {args.rows} rows in "
+        f"{args.files} file(s), snapshot {snapshot.snapshot_id if snapshot else None}"
+    )
+    return 0
