@@ -200,6 +200,12 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
                     f"vector of {r.referenced_data_file} at "
                     f"[{r.content_offset}, {r.content_offset + r.content_size_in_bytes})"
                 )
+                if footer_blobs is not None:
+                    blob = footer_blobs.get((r.content_offset, r.content_size_in_bytes))
+                    if blob is None:
+                        problem(f"{where}: the file's footer has no blob at that range")
+                    else:
+                        _check_dv_blob(blob, r, problem, where)
                 try:
                     dv = read_deletion_vector(
                         f,
@@ -209,7 +215,7 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
                         referenced_data_file=r.referenced_data_file,
                     )
                 except PuffinError as exc:
-                    problem(f"{where}: {exc}")
+                    problem(f"{where}: {exc.reason}")
                     continue
                 rows = live.get(r.referenced_data_file)
                 if rows is None:
@@ -219,12 +225,6 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
                         f"{where}: position {int(dv.to_numpy()[-1])} is past the end of the "
                         f"data file ({rows} rows)"
                     )
-                if footer_blobs is not None:
-                    blob = footer_blobs.get((r.content_offset, r.content_size_in_bytes))
-                    if blob is None:
-                        problem(f"{where}: the file's footer has no blob at that range")
-                    else:
-                        _check_dv_blob(blob, r, problem, where)
 
 
 def _check_dv_blob(blob: Any, ref: Any, problem: Any, where: str) -> None:
