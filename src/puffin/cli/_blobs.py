@@ -18,6 +18,7 @@ __all__ = [
     "THETA_TYPE",
     "check_blob",
     "decode_dv_blob",
+    "decode_theta_blob",
     "dv_info",
     "parse_ndv",
     "theta_info",
@@ -43,16 +44,27 @@ def parse_ndv(meta: BlobMetadata, index: int) -> int | None:
     return int(text)
 
 
-def theta_info(data: bytes, meta: BlobMetadata, index: int, *, std_devs: int) -> dict[str, Any]:
-    """Decoded estimate, bounds and retained count of a theta blob, beside its ``ndv``."""
+def decode_theta_blob(data: bytes, meta: BlobMetadata, index: int) -> Any:
+    """The blob's sketch; errors name the blob and its file offset.
+
+    The payload may have been compressed, so a byte offset inside the sketch is not a file
+    offset: it goes into the message instead.
+    """
     from puffin.blobs.theta import ThetaSketch
 
     try:
-        sketch = ThetaSketch.deserialize(data)
+        return ThetaSketch.deserialize(data)
     except ThetaSketchError as exc:
-        raise ThetaSketchError(exc.reason, blob_index=index, offset=meta.offset) from None
+        reason = exc.reason
+        if exc.offset is not None:
+            reason += f" (byte {exc.offset} of the sketch)"
+        raise ThetaSketchError(reason, blob_index=index, offset=meta.offset) from None
+
+
+def theta_info(data: bytes, meta: BlobMetadata, index: int, *, std_devs: int) -> dict[str, Any]:
+    """Decoded estimate, bounds and retained count of a theta blob, beside its ``ndv``."""
+    sketch = decode_theta_blob(data, meta, index)
     estimate = float(sketch.estimate)
-    theta = float(sketch.theta)
     ndv = parse_ndv(meta, index)
     return {
         "ndv": ndv,
@@ -61,9 +73,9 @@ def theta_info(data: bytes, meta: BlobMetadata, index: int, *, std_devs: int) ->
         "upper_bound": float(sketch.upper_bound(std_devs)),
         "std_devs": std_devs,
         "num_retained": int(sketch.num_retained),
-        "theta": theta,
+        "theta": float(sketch.theta),
         "is_empty": bool(sketch.is_empty),
-        "estimation_mode": theta < 1.0,
+        "estimation_mode": bool(sketch.is_estimation_mode),
         "ndv_matches_estimate": None if ndv is None else ndv == math.floor(estimate),
     }
 
@@ -89,18 +101,33 @@ def dv_info(data: bytes, meta: BlobMetadata, index: int, *, limit: int | None) -
 
 
 def decode_dv_blob(data: bytes, meta: BlobMetadata, index: int) -> Any:
-    from puffin.blobs.deletion_vector import DeletionVector
+    """A DV blob decoded with every check ``puffin.read_deletion_vectors`` makes.
 
-    expected = meta.properties.get("cardinality")
-    expected_int = int(expected) if expected is not None and expected.isdigit() else None
-    return DeletionVector.deserialize(
-        data, expected_cardinality=expected_int, location=f"blob {index}"
-    )
+    The footer rules (snapshot-id and sequence-number -1, no codec, referenced-data-file and
+    cardinality properties) come first, then the payload with the cardinality; error
+    offsets are file offsets.
+    """
+    from puffin.blobs import deletion_vector as dvmod
+    from puffin.errors import DeletionVectorError
+
+    _, cardinality = dvmod._check_blob_metadata(meta, index, f"blob {index}")
+    try:
+        return dvmod.DeletionVector.deserialize(
+            data, expected_cardinality=cardinality, location=f"blob {index}"
+        )
+    except DeletionVectorError as exc:
+        raise dvmod._shift(exc, meta.offset, index) from None
 
 
 def check_blob(data: bytes, meta: BlobMetadata, index: int) -> None:
     """Every type-specific check on a decompressed blob; raises the first problem found."""
     if meta.type == THETA_TYPE:
+        if len(meta.fields) != 1:  # as puffin.read_theta_blobs requires
+            raise ThetaSketchError(
+                f"a theta blob names exactly one field, this one {len(meta.fields)}",
+                blob_index=index,
+                field="fields",
+            )
         info = theta_info(data, meta, index, std_devs=1)
         if info["ndv"] is not None and not info["ndv_matches_estimate"]:
             raise ThetaSketchError(

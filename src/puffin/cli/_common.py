@@ -29,21 +29,40 @@ class InputError(Exception):
     """An input file is invalid or unreadable (exit status 1); the message names the file."""
 
 
-def _describe(exc: BaseException) -> str:
+def _describe(exc: BaseException, path: str | None = None) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
+    if isinstance(exc, PuffinError):
+        # The reason and where it is, leaving out a location that only repeats the path.
+        where = []
+        location = exc.location
+        if location is not None and path is not None and location.startswith(path):
+            location = location[len(path) :].strip() or None
+        if location is not None:
+            where.append(location)
+        if exc.blob_index is not None:
+            where.append(f"blob {exc.blob_index}")
+        if exc.field is not None:
+            where.append(f"field {exc.field!r}")
+        if exc.offset is not None:
+            where.append(f"offset {exc.offset}")
+        return f"{exc.reason} ({', '.join(where)})" if where else exc.reason
     return str(exc) or type(exc).__name__
 
 
 @contextlib.contextmanager
-def reading(path: str) -> Iterator[None]:
-    """Turn library and I/O errors about ``path`` into an :class:`InputError` naming it."""
+def reading(path: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """Turn library and I/O errors about ``path`` into an :class:`InputError` naming it.
+
+    ``also`` adds exception types that mean a bad input (such as pyarrow's ArrowException).
+    """
+    caught: tuple[type[BaseException], ...] = (PuffinError, OSError, *also)
     try:
         yield
     except BrokenPipeError:
         raise
-    except (PuffinError, OSError) as exc:
-        raise InputError(f"{path}: {_describe(exc)}") from exc
+    except caught as exc:
+        raise InputError(f"{path}: {_describe(exc, path)}") from exc
 
 
 @contextlib.contextmanager

@@ -147,11 +147,11 @@ def _render_theta(theta: dict[str, Any], line: Any, c: Colours) -> None:
             else c.yellow(f"estimate truncated is {int(theta['estimate']):,}")
         )
         line("ndv", f"{theta['ndv']:,} ({verdict})")
+    devs = theta["std_devs"]
     line(
         "estimate",
-        f"{_number(theta['estimate'])}  "
-        f"[{_number(theta['lower_bound'])}, {_number(theta['upper_bound'])}] "
-        f"at {theta['std_devs']} std dev{'s' if theta['std_devs'] != 1 else ''}",
+        f"{_number(theta['estimate'])} ({_number(theta['lower_bound'])} to "
+        f"{_number(theta['upper_bound'])} at {devs} std dev{'s' if devs != 1 else ''})",
     )
     mode = "estimation mode" if theta["estimation_mode"] else "exact"
     line(

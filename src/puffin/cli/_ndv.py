@@ -46,7 +46,7 @@ def iceberg_type(
     import pyarrow as pa
     import pyarrow.types as t
 
-    if isinstance(arrow_type, pa.ExtensionType):
+    if isinstance(arrow_type, pa.BaseExtensionType):
         if arrow_type.extension_name in ("arrow.uuid", "uuid"):
             return "uuid", pa.binary(16)
         return iceberg_type(arrow_type.storage_type, field=field, uuid_hint=uuid_hint)
@@ -195,9 +195,13 @@ def _field_id(field: pa.Field, position: int) -> int:
 class Progress:
     """A one-line progress report on stderr, shown only after the first second."""
 
-    def __init__(self, total_rows: int, enabled: bool) -> None:
+    def __init__(
+        self, total_rows: int, enabled: bool, *, delay: float = 1.0, stream: Any = None
+    ) -> None:
         self.total = total_rows
         self.enabled = enabled
+        self.delay = delay
+        self.stream = sys.stderr if stream is None else stream
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
@@ -206,29 +210,29 @@ class Progress:
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self.start < 1.0 or now - self.last < 0.2:
+        if now - self.start < self.delay or now - self.last < 0.2:
             return
         self.last = now
         self.shown = True
         percent = f" ({100 * rows / self.total:.0f}%)" if self.total else ""
         rate = rows / max(now - self.start, 1e-9)
-        sys.stderr.write(
+        self.stream.write(
             f"\rndv: {rows:,} of {self.total:,} rows{percent}, file {file_index + 1} of "
             f"{file_count}, {rate / 1e6:.1f} M rows/s \x1b[K"
         )
-        sys.stderr.flush()
+        self.stream.flush()
 
     def close(self) -> None:
         if self.shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
 
 
 def _values(column: pa.Array | pa.ChunkedArray, plan: ColumnPlan) -> Any:
     """The column's values as the Arrow type the Iceberg type is hashed from."""
     import pyarrow as pa
 
-    if isinstance(column.type, pa.ExtensionType):
+    if isinstance(column.type, pa.BaseExtensionType):
         column = (
             column.storage
             if isinstance(column, pa.Array)
@@ -247,6 +251,7 @@ def _values(column: pa.Array | pa.ChunkedArray, plan: ColumnPlan) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise UsageError("puffin ndv needs pyarrow: pip install 'iceberg-puffin[arrow]'") from None
@@ -262,9 +267,10 @@ def run(args: argparse.Namespace) -> int:
         if not wanted:
             raise UsageError("--columns names no column")
 
+    bad_input = (pa.ArrowException,)
     files: list[Any] = []
     for path in args.files:
-        with reading(path):
+        with reading(path, bad_input):
             files.append(pq.ParquetFile(path))
 
     plans, skipped = plan_columns(files[0], wanted)
@@ -288,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     names = [p.name for p in plans]
     try:
         for file_index, (path, parquet_file) in enumerate(zip(args.files, files, strict=True)):
-            with reading(path):
+            with reading(path, bad_input):
                 for batch in parquet_file.iter_batches(
                     batch_size=args.batch_rows, columns=names, use_threads=True
                 ):
@@ -357,8 +363,8 @@ def _write(args: argparse.Namespace, plans: list[ColumnPlan], sketches: list[Any
         for plan, sketch in zip(plans, sketches, strict=True):
             add_theta_blob(
                 writer,
-                plan.field_id,
                 sketch,
+                plan.field_id,
                 snapshot_id=args.snapshot_id,
                 sequence_number=args.sequence_number,
             )
