@@ -223,7 +223,7 @@ def to_iceberg_arrow(array: Any, iceberg_type: IcebergType) -> pa.Array:
 
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
-    if isinstance(array.type, pa.ExtensionType):
+    if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()

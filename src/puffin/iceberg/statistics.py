@@ -10,10 +10,9 @@ back.
 
 from __future__ import annotations
 
-import math
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +49,6 @@ __all__ = [
 ]
 
 THETA_BLOB_TYPE = "apache-datasketches-theta-v1"
-NDV = "ndv"
 
 
 class SkippedColumnWarning(UserWarning):
@@ -271,12 +269,8 @@ class ColumnStatistics:
 
     @property
     def estimate(self) -> float:
-        return float(_estimate(self.sketch))
-
-
-def _estimate(sketch: Any) -> float:
-    value = sketch.estimate
-    return float(value() if callable(value) else value)
+        """The sketch's distinct-count estimate (exact below the sketch's k entries)."""
+        return float(self.sketch.estimate)
 
 
 @dataclass(frozen=True)
@@ -327,48 +321,30 @@ def read_table_statistics(table: Table, *, snapshot_id: int | None = None) -> Ta
     that does not match the file fails (as in Java).  Blobs of other types are ignored.
     """
     import puffin
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta import read_theta_blobs
 
     stats = table_statistics_for(table, snapshot_id)
     names = _current_names(table)
-    out: list[ColumnStatistics] = []
     with open_input(table.io, stats.statistics_path) as f, puffin.open(
         f, footer_size=stats.file_footer_size_in_bytes
     ) as reader:
         file_created_by = reader.properties.get("created-by")
-        for blob in reader.blobs:
-            if blob.type != THETA_BLOB_TYPE or len(blob.fields) != 1:
-                continue
-            sketch = ThetaSketch.deserialize(reader.read_blob(blob))
-            out.append(
-                ColumnStatistics(
-                    field_id=blob.fields[0],
-                    name=names.get(blob.fields[0]),
-                    ndv=_ndv(blob.properties),
-                    sketch=sketch,
-                    blob=blob,
-                )
+        out = [
+            ColumnStatistics(
+                field_id=blob.field_id,
+                name=names.get(blob.field_id),
+                ndv=blob.ndv,
+                sketch=blob.sketch,
+                blob=blob.metadata,
             )
+            for blob in read_theta_blobs(reader)
+        ]
     return TableStatistics(
         snapshot_id=stats.snapshot_id,
         statistics_file=stats,
         columns=out,
         created_by=file_created_by,
     )
-
-
-def _ndv(properties: Mapping[str, str]) -> int | None:
-    text = properties.get(NDV)
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        try:
-            value = float(text)
-        except ValueError:
-            return None
-        return int(value) if math.isfinite(value) else None
 
 
 def _current_names(table: Table) -> dict[int, str]:
