@@ -40,6 +40,12 @@ import puffin
 from puffin import DeletionVector
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique without its hash path, which is slow on large int arrays in NumPy 2.4."""
+    values = np.sort(values)
+    return values[np.concatenate(([True], values[1:] != values[:-1]))[: values.size]]
+
+
 def make_positions(total: int, keys: int = 4, seed: int = 42) -> np.ndarray:
     """Sorted unique positions: per key, half in runs of 1250, half uniformly random."""
     rng = np.random.default_rng(seed)
@@ -51,8 +57,8 @@ def make_positions(total: int, keys: int = 4, seed: int = 42) -> np.ndarray:
         starts = np.sort(rng.choice(1 << 20, run_count, replace=False)).astype(np.int64) * 2048
         runs = (starts[:, None] + np.arange(run_length)[None, :]).ravel()
         scattered = rng.integers(0, 1 << 32, per_key - runs.size)
-        parts.append((key << 32) + np.unique(np.concatenate([runs, scattered])))
-    return np.unique(np.concatenate(parts)).astype(np.int64)
+        parts.append((key << 32) + sorted_unique(np.concatenate([runs, scattered])))
+    return sorted_unique(np.concatenate(parts)).astype(np.int64)
 
 
 def median_time(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
