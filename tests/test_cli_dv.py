@@ -120,6 +120,21 @@ def test_verify_and_inspect_report_broken_dvs(tmp_path: Path) -> None:
         f"{no_ref}, blob 0, offset 4, field referenced-data-file: DeletionVectorError: "
     )
     assert lines[6] == "2 of 6 files valid"
+    twice = tmp_path / "twice.puffin"
+    with puffin.create(twice) as writer:
+        for _ in range(2):
+            writer.add_blob(
+                JAVA_DV.read_bytes()[4:54],
+                type="deletion-vector-v1",
+                fields=[2147483645],
+                properties={"referenced-data-file": "a.parquet", "cardinality": "5"},
+            )
+    proc = cli("verify", "-q", twice)
+    assert proc.returncode == 1
+    assert out(proc) == (
+        f"{twice}, blob 1, offset 54, field referenced-data-file: DeletionVectorError: a second "
+        "deletion vector for data file 'a.parquet' (the first is blob 0)\n"
+    )
 
     report = json_of(cli("inspect", "--json", bad_crc))
     check_shape(report, documented_shape("inspect"))

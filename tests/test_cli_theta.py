@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import decimal
 import io
+import os
 import struct
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,11 +21,13 @@ import datasketches as ds
 import mmh3
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 import puffin
 from puffin.cli._ndv import Progress
-from test_cli import check_shape, cli, documented_shape, err, json_of, ok, out
+from test_cli import ROOT, _env, check_shape, cli, documented_shape, err, json_of, ok, out
 
 THETA = "apache-datasketches-theta-v1"
 N = 60  # rows per test file: exact mode, so every hash is kept
@@ -415,3 +420,40 @@ def test_progress_line() -> None:
     progress.update(250, 0, 2)
     progress.close()
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.slow
+def test_ndv_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    """Peak RSS of `ndv` on 2 and 10 row groups of 250k rows stays about the same."""
+
+    def peak_rss_kib(path: Path) -> int:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "puffin", "ndv", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+            cwd=ROOT,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        assert proc.returncode == 0
+        return int(usage.ru_maxrss)
+
+    rng = np.random.default_rng(11)
+    sizes = {}
+    for groups in (4, 16):
+        path = tmp_path / f"{groups}.parquet"
+        schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("x", pa.float64())])
+        with pq.ParquetWriter(path, schema) as writer:
+            for _ in range(groups):
+                ids = rng.integers(0, 2**62, 250_000)
+                names = pc.binary_join_element_wise(
+                    "user-", pa.array(ids % 100_000).cast(pa.string()), ""
+                )
+                chunk = pa.table(
+                    {"id": ids, "name": names, "x": rng.random(250_000)}, schema=schema
+                )
+                writer.write_table(chunk, row_group_size=250_000)
+        sizes[groups] = peak_rss_kib(path)
+    growth_mib = (sizes[16] - sizes[4]) / 1024
+    assert growth_mib < 16, sizes  # with pre-buffering, pyarrow grew by 27 MiB here

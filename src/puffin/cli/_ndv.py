@@ -27,6 +27,7 @@ __all__ = ["SCHEMA_VERSION", "ColumnPlan", "iceberg_type", "plan_columns", "run"
 SCHEMA_VERSION = 1
 
 _FIELD_ID_KEY = b"PARQUET:field_id"
+_READ_BUFFER = 4 << 20  # bytes of a column chunk read at a time
 _EXTENSION_KEY = b"ARROW:extension:name"
 _UUID_EXTENSIONS = (b"arrow.uuid", b"uuid")
 
@@ -271,7 +272,9 @@ def run(args: argparse.Namespace) -> int:
     files: list[Any] = []
     for path in args.files:
         with reading(path, bad_input):
-            files.append(pq.ParquetFile(path))
+            # No pre-buffering and a buffered stream: otherwise pyarrow keeps every row group
+            # it has read, and memory grows with the file.
+            files.append(pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER))
 
     plans, skipped = plan_columns(files[0], wanted)
     for path, parquet_file in zip(args.files[1:], files[1:], strict=True):

@@ -39,16 +39,36 @@ def verify_file(path: str) -> dict[str, Any]:
         return {"file": path, "valid": False, "blob_count": None, "problems": problems}
     with reader:
         blobs = reader.blobs
+        dv_files: dict[str, int] = {}
         for index, meta in enumerate(blobs):
             try:
                 data = reader.read_blob(index)  # decompresses: every codec frame is checked
                 if meta.type in (THETA_TYPE, DV_TYPE):
                     check_blob(data, meta, index)
+                if meta.type == DV_TYPE:
+                    _check_one_dv_per_data_file(meta, index, dv_files)
             except BrokenPipeError:
                 raise
             except (ValueError, OSError) as exc:
                 problems.append(_problem(exc, blob_index=index, offset=meta.offset))
     return {"file": path, "valid": not problems, "blob_count": len(blobs), "problems": problems}
+
+
+def _check_one_dv_per_data_file(meta: Any, index: int, seen: dict[str, int]) -> None:
+    """Two DVs for one data file are ambiguous (``puffin.read_deletion_vectors`` refuses them)."""
+    from puffin.errors import DeletionVectorError
+
+    referenced = meta.properties.get("referenced-data-file")
+    if referenced is None:
+        return
+    if referenced in seen:
+        raise DeletionVectorError(
+            f"a second deletion vector for data file {referenced!r} (the first is blob "
+            f"{seen[referenced]})",
+            blob_index=index,
+            field="referenced-data-file",
+        )
+    seen[referenced] = index
 
 
 def problem_line(path: str, problem: dict[str, Any]) -> str:
