@@ -81,10 +81,9 @@ def _fmix(v: U64, tmp: U64) -> None:
     np.bitwise_xor(v, tmp, out=v)
 
 
-def _finish(both: U64, length: U64 | np.uint64, tmp2: U64) -> U64:
-    """Finalize ``both = [h1 | h2]`` for keys of ``length`` bytes; return h1 >> 1 (in place).
-
-    h1 and h2 sit next to each other so one finalizer pass covers both.
+def _finish(both: U64, length: U64 | np.uint64, tmp2: U64, shift: bool) -> U64:
+    """Finalize ``both = [h1 | h2]`` for keys of ``length`` bytes; return h1 (>> 1 when
+    ``shift``), in place.  h1 and h2 sit next to each other so one finalizer pass covers both.
     """
     n = both.shape[0] // 2
     h1, h2 = both[:n], both[n:]
@@ -94,7 +93,8 @@ def _finish(both: U64, length: U64 | np.uint64, tmp2: U64) -> U64:
     np.add(h2, h1, out=h2)
     _fmix(both, tmp2)
     np.add(h1, h2, out=h1)
-    np.right_shift(h1, _ONE, out=h1)
+    if shift:
+        np.right_shift(h1, _ONE, out=h1)
     return h1
 
 
@@ -139,13 +139,16 @@ def theta_hash_lanes(
     seed: int = DEFAULT_SEED,
     *,
     scratch: U64 | None = None,
+    shift: bool = True,
 ) -> U64:
     """Theta hashes of keys of ``length`` bytes (1..16), all of the same length.
 
-    ``lo`` holds bytes 0-7 of every key as a little-endian lane, ``hi`` bytes 8-15 (``None``
-    when ``length <= 8``); bytes past ``length`` must be zero.  ``lo`` and ``hi`` are not
-    modified.  ``scratch`` (see :func:`make_scratch`) avoids allocating per call; the result
-    then lives in it and is overwritten by the next call with the same scratch.
+    ``lo`` holds bytes 0-7 of every key as a little-endian lane (any unsigned dtype: narrower
+    lanes are widened on the fly), ``hi`` bytes 8-15 (``None`` when ``length <= 8``); bytes
+    past ``length`` must be zero.  ``lo`` and ``hi`` are not modified.  ``scratch`` (see
+    :func:`make_scratch`) avoids allocating per call; the result then lives in it and is
+    overwritten by the next call with the same scratch.  ``shift=False`` returns the raw
+    first half ``h1`` (the theta hash is ``h1 >> 1``; ``h1 >> 1 < t`` iff ``h1 < 2 t``).
     """
     if not 1 <= length <= 16:
         raise ValueError(f"lane hashing takes keys of 1 to 16 bytes, not {length}")
@@ -160,25 +163,28 @@ def theta_hash_lanes(
         np.copyto(k1, lo)
         np.copyto(k2, hi)
         _body_block(h1, h2, k1, k2, tmp)
-        return _finish(both, np.uint64(16), tmp2)
+        return _finish(both, np.uint64(16), tmp2, shift)
     # Tail-only key: h1 = seed ^ mix1(k1), h2 = seed ^ mix2(k2).
-    np.copyto(h1, lo)
-    _mix_k1(h1, tmp)
-    np.bitwise_xor(h1, s, out=h1)
+    np.multiply(lo, _C1, out=h1)  # the first step of mix1, widening lo on the fly
+    _rotl(h1, 31, tmp)
+    np.multiply(h1, _C2, out=h1)
     if length > 8:
         assert hi is not None
+        np.bitwise_xor(h1, s, out=h1)
         np.copyto(h2, hi)
         _mix_k2(h2, tmp)
         np.bitwise_xor(h2, s, out=h2)
-        return _finish(both, np.uint64(length), tmp2)
-    # h2 stays the seed: fold ``h1 ^= len; h2 ^= len; h1 += h2; h2 += h1`` into constants.
+        return _finish(both, np.uint64(length), tmp2, shift)
+    # h2 stays the seed, so ``h1 ^= seed; h1 ^= len; h2 ^= len; h1 += h2; h2 += h1``
+    # folds into one constant c = seed ^ len: h1 = (h1 ^ c) + c, h2 = h1 + c.
     c = np.uint64(seed ^ length)
-    np.bitwise_xor(h1, np.uint64(length), out=h1)
+    np.bitwise_xor(h1, c, out=h1)
     np.add(h1, c, out=h1)
     np.add(h1, c, out=h2)
     _fmix(both, tmp2)
     np.add(h1, h2, out=h1)
-    np.right_shift(h1, _ONE, out=h1)
+    if shift:
+        np.right_shift(h1, _ONE, out=h1)
     return h1
 
 
@@ -198,6 +204,7 @@ def theta_hash_var(
     *,
     keep_order: bool = True,
     scratch: U64 | None = None,
+    shift: bool = True,
 ) -> U64:
     """Theta hashes of byte strings ``buf[starts[i] : starts[i] + lengths[i]]``.
 
@@ -206,7 +213,8 @@ def theta_hash_var(
     Keys are processed block by block: block *j* of all keys that have one is mixed in a single
     vectorized step, then all tails, then the finalizer, so the Python overhead is per block
     index, not per key.  With ``keep_order=False`` the hashes come back in an unspecified
-    order (a sketch does not care), which saves a scatter.
+    order (a sketch does not care), which saves a scatter; ``shift`` is as in
+    :func:`theta_hash_lanes`.
     """
     n = starts.shape[0]
     if n == 0:
@@ -251,7 +259,7 @@ def theta_hash_var(
         k2 &= _BYTE_MASKS[np.maximum(tail - 8, 0)]
         _mix_k2(k2, tmp)
         np.bitwise_xor(h2, k2, out=h2)
-    result = _finish(both, lengths_o.astype(np.uint64), tmp2)
+    result = _finish(both, lengths_o.astype(np.uint64), tmp2, shift)
     if order is not None and keep_order:
         unordered = np.empty_like(result)
         unordered[order] = result

@@ -22,7 +22,7 @@ import os
 import queue
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -100,9 +100,17 @@ class Accumulator:
         self._limit = max(2 * self.k, 8192)
         self._seen: U64 | None = None
 
-    def add(self, hashes: U64) -> None:
-        """Offer theta hashes (the array may be reused by the caller afterwards)."""
-        candidates = hashes[hashes < np.uint64(self.theta)]
+    def add(self, hashes: U64, *, raw: bool = False) -> None:
+        """Offer theta hashes (the array may be reused by the caller afterwards).
+
+        With ``raw=True`` the array holds unshifted first halves ``h1``: comparing them with
+        ``2 * theta`` and shifting only the survivors saves a pass over every hash.
+        """
+        if raw:
+            candidates = hashes[hashes < np.uint64(2 * self.theta)]
+            candidates >>= np.uint64(1)
+        else:
+            candidates = hashes[hashes < np.uint64(self.theta)]
         if candidates.shape[0] == 0:
             return
         if candidates.shape[0] >= _SEEN_MIN_CANDIDATES:
@@ -165,7 +173,6 @@ class _Worker:
 
     def __init__(self) -> None:
         self.scratch = make_scratch(CHUNK_ROWS)
-        self.lanes = np.empty(CHUNK_ROWS, dtype=np.uint64)
         self.buf = np.zeros(1 << 16, dtype=np.uint8)
 
     def byte_buffer(self, size: int) -> NDArray[np.uint8]:
@@ -175,38 +182,45 @@ class _Worker:
 
 
 def hash_rows(
-    values: SerializedValues, start: int, stop: int, worker: _Worker | None = None
+    values: SerializedValues,
+    start: int,
+    stop: int,
+    worker: _Worker | None = None,
+    *,
+    shift: bool = True,
 ) -> U64:
     """Theta hashes of the non-null, non-empty values in rows ``[start, stop)``.
 
     The result may live in the worker's scratch space (valid until its next call).
+    ``shift=False`` returns raw ``h1`` values (see :meth:`Accumulator.add`).
     """
     if worker is None:
         worker = _Worker()
     if stop - start > CHUNK_ROWS:
         return np.concatenate(
             [
-                hash_rows(values, s, min(stop, s + CHUNK_ROWS), worker).copy()
+                hash_rows(values, s, min(stop, s + CHUNK_ROWS), worker, shift=shift).copy()
                 for s in range(start, stop, CHUNK_ROWS)
             ]
         )
     valid = None if values.valid is None else values.valid[start:stop]
     width = values.width
     if width is not None and width <= 16:
-        return _hash_fixed(values.data[start:stop], width, valid, worker)
-    return _hash_variable(values, start, stop, valid, worker)
+        return _hash_fixed(values.data[start:stop], width, valid, worker, shift)
+    return _hash_variable(values, start, stop, valid, worker, shift)
 
 
 def _hash_fixed(
-    rows: NDArray[np.uint8], width: int, valid: NDArray[np.bool_] | None, worker: _Worker
+    rows: NDArray[np.uint8],
+    width: int,
+    valid: NDArray[np.bool_] | None,
+    worker: _Worker,
+    shift: bool,
 ) -> U64:
     n = rows.shape[0]
     hi: U64 | None = None
-    if width == 8:
-        lo: U64 = rows.view("<u8").reshape(n)
-    elif width in (1, 2, 4):
-        lo = worker.lanes[:n]
-        np.copyto(lo, rows.view(f"<u{width}").reshape(n), casting="safe")
+    if width in (1, 2, 4, 8):  # lanes of 1-4 bytes are widened inside the first multiply
+        lo: NDArray[Any] = rows.view(f"<u{width}").reshape(n)
     elif width < 8:
         padded = np.zeros((n, 8), dtype=np.uint8)
         padded[:, :width] = rows
@@ -219,7 +233,7 @@ def _hash_fixed(
     if valid is not None:
         lo = lo[valid]
         hi = None if hi is None else hi[valid]
-    return theta_hash_lanes(lo, hi, width, scratch=worker.scratch)
+    return theta_hash_lanes(lo, hi, width, scratch=worker.scratch, shift=shift)
 
 
 def _hash_variable(
@@ -228,6 +242,7 @@ def _hash_variable(
     stop: int,
     valid: NDArray[np.bool_] | None,
     worker: _Worker,
+    shift: bool,
 ) -> U64:
     width = values.width
     if width is not None:  # fixed[L] with L > 16
@@ -252,7 +267,9 @@ def _hash_variable(
     if not keep.all():
         starts = starts[keep]
         lengths = lengths[keep]
-    return theta_hash_var(buf, starts, lengths, keep_order=False, scratch=worker.scratch)
+    return theta_hash_var(
+        buf, starts, lengths, keep_order=False, scratch=worker.scratch, shift=shift
+    )
 
 
 def accumulate(
@@ -278,7 +295,8 @@ def accumulate(
             except queue.Empty:
                 return
             for c in range(s, e, CHUNK_ROWS):
-                acc.add(hash_rows(part, c, min(e, c + CHUNK_ROWS), worker))
+                hashes = hash_rows(part, c, min(e, c + CHUNK_ROWS), worker, shift=False)
+                acc.add(hashes, raw=True)
 
     if workers == 1:
         run(accumulators[0])
