@@ -657,3 +657,13 @@ def test_all_iceberg_types_build() -> None:
         keys = [serialize_value(v, type_) for v in values if v is not None]
         sketch = ThetaSketch.from_values(values, type_)
         assert sketch.hashes.tolist() == expected_sketch(keys)[0], type_
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 100_000), st.integers(0, 2**32))
+def test_ndv_is_javas_truncated_estimate(n: int, seed: int) -> None:
+    sketch = ThetaSketch.from_values(np.random.default_rng(seed).integers(0, 2**62, size=n), "long")
+    # datasketches-java Sketch.estimate: curCount * (LONG_MAX_VALUE_AS_DOUBLE / thetaLong)
+    java = sketch.num_retained * (9.223372036854775807e18 / sketch.theta64)
+    assert sketch.ndv == int(java)
+    assert abs(sketch.ndv - sketch.estimate) < 1 + 1e-9 * sketch.estimate

@@ -212,8 +212,13 @@ class ThetaSketch:
 
     @property
     def ndv(self) -> int:
-        """The estimate truncated to an integer, as Iceberg stores it in ``ndv``."""
-        return int(self.estimate)
+        """The estimate truncated to an integer, as Iceberg Java stores it in ``ndv``.
+
+        Computed with Java's formula ``count * (2^63 / theta)`` (C++ divides by
+        ``theta / 2^63``; the two can differ in the last bit), so the property is the one Java
+        would write for this sketch.
+        """
+        return int(self.num_retained * (float(MAX_THETA) / self._theta))
 
     def lower_bound(self, num_std_devs: int = 2) -> float:
         """Lower bound of the distinct count at 1, 2 or 3 standard deviations."""
@@ -229,8 +234,9 @@ class ThetaSketch:
         """The compact sketch bytes: serial version 3 exactly as datasketches-java writes them.
 
         ``compressed=True`` writes serial version 4 (what Spark's ``theta_sketch_agg`` and
-        Java's ``toByteArrayCompressed`` emit) when it applies; older Java readers (such as
-        the one in Iceberg 1.x) cannot read version 4, so Iceberg blobs use version 3.
+        Java's ``toByteArrayCompressed`` emit) when it applies (two or more entries, or one
+        in estimation mode); older datasketches-java readers cannot read version 4, so
+        Iceberg blobs use version 3.
         """
         n = self.num_retained
         estimating = self._theta < MAX_THETA
