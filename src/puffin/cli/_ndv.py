@@ -267,6 +267,9 @@ def run(args: argparse.Namespace) -> int:
         wanted = [c.strip() for c in args.columns.split(",") if c.strip()]
         if not wanted:
             raise UsageError("--columns names no column")
+        twice = sorted({c for c in wanted if wanted.count(c) > 1})
+        if twice:
+            raise UsageError(f"--columns names {', '.join(map(repr, twice))} more than once")
 
     bad_input = (pa.ArrowException,)
     files: list[Any] = []
@@ -418,6 +421,7 @@ def _render(report: dict[str, Any], args: argparse.Namespace) -> None:
     if report["output"] is not None:
         out = report["output"]
         sys.stdout.write(
-            f"wrote {printable(out['path'])}: {out['blob_count']} blobs, "
+            f"wrote {printable(out['path'])}: {out['blob_count']} "
+            f"blob{'' if out['blob_count'] == 1 else 's'}, "
             f"{out['file_size']:,} bytes, footer {out['footer_size']:,} bytes\n"
         )

@@ -71,16 +71,15 @@ def _check_one_dv_per_data_file(meta: Any, index: int, seen: dict[str, int]) -> 
     seen[referenced] = index
 
 
-def problem_line(path: str, problem: dict[str, Any]) -> str:
-    """``FILE: blob N, offset O, field F: Type: message``; absent parts left out."""
-    where = [printable(path)]
+def _where(path: str, problem: dict[str, Any]) -> str:
+    parts = [printable(path)]
     if problem["blob_index"] is not None:
-        where.append(f"blob {problem['blob_index']}")
+        parts.append(f"blob {problem['blob_index']}")
     if problem["offset"] is not None:
-        where.append(f"offset {problem['offset']}")
+        parts.append(f"offset {problem['offset']}")
     if problem["field"] is not None:
-        where.append(f"field {printable(problem['field'])!s}")
-    return f"{', '.join(where)}: {problem['type']}: {printable(problem['message'])}"
+        parts.append(f"field {printable(problem['field'])}")
+    return ", ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,9 +106,8 @@ def run(args: argparse.Namespace) -> int:
                 )
             continue
         for problem in result["problems"]:
-            line = problem_line(result["file"], problem)
-            head, _, rest = line.partition(": ")
-            sys.stdout.write(f"{head}: {c.red(rest)}\n" if c.enabled else f"{line}\n")
+            what = f"{problem['type']}: {printable(problem['message'])}"
+            sys.stdout.write(f"{_where(result['file'], problem)}: {c.red(what)}\n")
     if not args.quiet and len(results) > 1:
         bad = sum(not r["valid"] for r in results)
         summary = f"{len(results) - bad} of {len(results)} files valid"
