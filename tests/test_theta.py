@@ -552,7 +552,8 @@ def test_mutations_read_or_raise_theta_error(which: int, edits: list[tuple[int, 
         data[pos % len(data)] = value
     try:
         sketch = ThetaSketch.deserialize(bytes(data))
-    except ThetaSketchError:
+    except ThetaSketchError as exc:
+        assert exc.offset is not None
         return
     hashes = sketch.hashes
     assert np.all(hashes[1:] > hashes[:-1]) and (

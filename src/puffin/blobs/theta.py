@@ -446,8 +446,9 @@ def _check_hashes(hashes: U64, theta: int, ordered: bool, offset: int) -> U64:
     if steps.any():
         i = int(np.argmax(steps)) + 1
         problem = "repeats" if hashes[i] == hashes[i - 1] else "is out of order"
-        where = offset + 8 * i if ordered else None
-        raise ThetaSketchError(f"hash at entry {i} {problem}", offset=where)
+        if ordered:
+            raise ThetaSketchError(f"hash at entry {i} {problem}", offset=offset + 8 * i)
+        raise ThetaSketchError(f"unordered sketch: a hash {problem}", offset=offset)
     return hashes
 
 
