@@ -67,7 +67,8 @@ def scan32(buf: bytes, start: int, end: int, location: str | None = None) -> Sca
 
     The bitmap may end before ``end``; its exact size is returned.  Raises
     :class:`DeletionVectorError` (offsets are indexes into ``buf``) when the header is
-    malformed or claims more bytes than remain.
+    malformed or claims more bytes than remain.  Small bitmaps are walked container by
+    container; large ones with NumPy, both accepting exactly the same inputs.
     """
 
     def need(at: int, count: int, what: str) -> None:
@@ -82,13 +83,12 @@ def scan32(buf: bytes, start: int, end: int, location: str | None = None) -> Sca
     need(start, 4, "the cookie")
     cookie = _U32.unpack_from(buf, start)[0]
     pos = start + 4
-    run_flags: np.ndarray | None = None
+    run_flags = b""
     if cookie & 0xFFFF == SERIAL_COOKIE:
         n = (cookie >> 16) + 1
         flag_bytes = (n + 7) // 8
         need(pos, flag_bytes, "the run-container flags")
-        flags = np.frombuffer(buf, dtype=np.uint8, count=flag_bytes, offset=pos)
-        run_flags = np.unpackbits(flags, bitorder="little")[:n].astype(bool)
+        run_flags = buf[pos : pos + flag_bytes]
         pos += flag_bytes
         has_offsets = n >= NO_OFFSET_THRESHOLD
     elif cookie == SERIAL_COOKIE_NO_RUNCONTAINER:
@@ -111,36 +111,119 @@ def scan32(buf: bytes, start: int, end: int, location: str | None = None) -> Sca
         )
     if n == 0:
         return Scan32(pos - start, 0, False)
-
+    header_at = pos
     need(pos, 4 * n, f"the descriptive header of {n} containers")
-    header = np.frombuffer(buf, dtype="<u2", count=2 * n, offset=pos).reshape(n, 2)
-    keys = header[:, 0]
-    cards = header[:, 1].astype(np.int64) + 1
-    if n > 1:
-        bad = np.flatnonzero(keys[1:] <= keys[:-1])
-        if bad.size:
-            i = int(bad[0]) + 1
-            raise _error(
-                f"Roaring container keys not strictly ascending: key {int(keys[i])} "
-                f"follows {int(keys[i - 1])} (container {i})",
-                pos + 4 * i,
-                location,
-            )
     pos += 4 * n
-    offsets: np.ndarray | None = None
+    offsets_at = pos
     if has_offsets:
         need(pos, 4 * n, f"the offset header of {n} containers")
-        offsets = np.frombuffer(buf, dtype="<u4", count=n, offset=pos).astype(np.int64)
         pos += 4 * n
-    data_start = pos
+    walk = _walk_small if n <= _SMALL_BITMAP or not has_offsets else _walk_large
+    total, cardinality, tied = walk(
+        buf, start, end, n, run_flags, header_at, offsets_at if has_offsets else -1, pos,
+        location,
+    )
+    need(start, total, f"a bitmap of {n} containers")
+    return Scan32(total, cardinality, tied)
 
+
+# Bitmaps with up to this many containers are walked in plain Python (NumPy's per-call
+# overhead dominates there); larger ones with NumPy.
+_SMALL_BITMAP = 16
+
+
+def _key_order_error(i: int, keys: object, at: int, location: str | None) -> DeletionVectorError:
+    seq = cast("list[int]", keys)
+    return _error(
+        f"Roaring container keys not strictly ascending: key {int(seq[i])} follows "
+        f"{int(seq[i - 1])} (container {i})",
+        at,
+        location,
+    )
+
+
+def _offset_error(
+    i: int, claimed: int, actual: int, offsets_at: int, location: str | None
+) -> DeletionVectorError:
+    return _error(
+        f"Roaring offset header says container {i} starts at {claimed}, the container sizes "
+        f"put it at {actual}",
+        offsets_at + 4 * i,
+        location,
+    )
+
+
+def _walk_small(
+    buf: bytes,
+    start: int,
+    end: int,
+    n: int,
+    run_flags: bytes,
+    header_at: int,
+    offsets_at: int,
+    data_start: int,
+    location: str | None,
+) -> tuple[int, int, bool]:
+    """Container by container: sizes from the header and run counts, offsets checked."""
+    header = struct.unpack_from(f"<{2 * n}H", buf, header_at)
+    keys = header[0::2]
+    for i in range(1, n):
+        if keys[i] <= keys[i - 1]:
+            raise _key_order_error(i, keys, header_at + 4 * i, location)
+    offsets = struct.unpack_from(f"<{n}I", buf, offsets_at) if offsets_at >= 0 else None
+    at = data_start
+    cardinality = 0
+    tied = False
+    for i in range(n):
+        card = header[2 * i + 1] + 1
+        cardinality += card
+        if offsets is not None and offsets[i] != at - start:
+            raise _offset_error(i, offsets[i], at - start, offsets_at, location)
+        if run_flags and run_flags[i >> 3] >> (i & 7) & 1:
+            if at + 2 > end:
+                raise _error(
+                    f"Roaring bitmap truncated: the run count of container {i} needs 2 bytes "
+                    f"at offset {at}, only {max(end - at, 0)} remain",
+                    at,
+                    location,
+                )
+            runs = buf[at] | buf[at + 1] << 8
+            tied = tied or (card <= ARRAY_MAX_CARDINALITY and card == 2 * runs + 1)
+            at += 2 + 4 * runs
+        else:
+            at += BITSET_BYTES if card > ARRAY_MAX_CARDINALITY else 2 * card
+    return at - start, cardinality, tied
+
+
+def _walk_large(
+    buf: bytes,
+    start: int,
+    end: int,
+    n: int,
+    run_flags: bytes,
+    header_at: int,
+    offsets_at: int,
+    data_start: int,
+    location: str | None,
+) -> tuple[int, int, bool]:
+    """The same walk with NumPy; needs the offset header (present from 4 containers on)."""
+    assert offsets_at >= 0
+    header = np.frombuffer(buf, dtype="<u2", count=2 * n, offset=header_at).reshape(n, 2)
+    keys = header[:, 0]
+    bad = np.flatnonzero(keys[1:] <= keys[:-1])
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise _key_order_error(i, keys, header_at + 4 * i, location)
+    cards = header[:, 1].astype(np.int64) + 1
+    offsets = np.frombuffer(buf, dtype="<u4", count=n, offset=offsets_at).astype(np.int64)
     sizes = np.where(cards > ARRAY_MAX_CARDINALITY, BITSET_BYTES, 2 * cards)
     tied = False
-    if run_flags is not None and run_flags.any():
-        run_index = np.flatnonzero(run_flags)
-        if offsets is not None:
+    if run_flags:
+        flags = np.frombuffer(run_flags, dtype=np.uint8)
+        run_index = np.flatnonzero(np.unpackbits(flags, bitorder="little")[:n])
+        if run_index.size:
             # Read each run count where the offset header says its container starts; the
-            # offsets are checked against the resulting sizes below, so a lying header
+            # offsets are then checked against the sizes this gives, so a lying header
             # cannot go unnoticed.
             at = offsets[run_index] + start
             outside = np.flatnonzero((at < data_start) | (at + 2 > end))
@@ -148,42 +231,25 @@ def scan32(buf: bytes, start: int, end: int, location: str | None = None) -> Sca
                 i = int(run_index[outside[0]])
                 raise _error(
                     f"Roaring container {i} offset {int(offsets[i])} is outside the bitmap",
-                    data_start - 4 * n + 4 * i,
+                    offsets_at + 4 * i,
                     location,
                 )
             u8 = np.frombuffer(buf, dtype=np.uint8)
             runs = u8[at].astype(np.int64) | (u8[at + 1].astype(np.int64) << 8)
             sizes[run_index] = 2 + 4 * runs
-        else:  # fewer than 4 containers: walk them in order
-            at_pos = data_start
-            runs_list = []
-            for i in range(n):
-                if run_flags[i]:
-                    need(at_pos, 2, f"the run count of container {i}")
-                    count = int.from_bytes(buf[at_pos : at_pos + 2], "little")
-                    runs_list.append(count)
-                    sizes[i] = 2 + 4 * count
-                at_pos += int(sizes[i])
-            runs = np.array(runs_list, dtype=np.int64)
-        run_cards = cards[run_index]
-        tied = bool(np.any((run_cards <= ARRAY_MAX_CARDINALITY) & (run_cards == 2 * runs + 1)))
-    if offsets is not None:
-        expected = np.empty(n, dtype=np.int64)
-        expected[0] = data_start - start
-        np.cumsum(sizes[:-1], out=expected[1:])
-        expected[1:] += data_start - start
-        bad = np.flatnonzero(offsets != expected)
-        if bad.size:
-            i = int(bad[0])
-            raise _error(
-                f"Roaring offset header says container {i} starts at {int(offsets[i])}, "
-                f"the container sizes put it at {int(expected[i])}",
-                data_start - 4 * n + 4 * i,
-                location,
+            run_cards = cards[run_index]
+            tied = bool(
+                np.any((run_cards <= ARRAY_MAX_CARDINALITY) & (run_cards == 2 * runs + 1))
             )
-    total = data_start - start + int(sizes.sum())
-    need(start, total, f"a bitmap of {n} containers")
-    return Scan32(total, int(cards.sum()), tied)
+    expected = np.empty(n, dtype=np.int64)
+    expected[0] = data_start - start
+    np.cumsum(sizes[:-1], out=expected[1:])
+    expected[1:] += data_start - start
+    bad = np.flatnonzero(offsets != expected)
+    if bad.size:
+        i = int(bad[0])
+        raise _offset_error(i, int(offsets[i]), int(expected[i]), offsets_at, location)
+    return data_start - start + int(sizes.sum()), int(cards.sum()), tied
 
 
 def deserialize32(buf: bytes, start: int, scan: Scan32, location: str | None) -> BitMap:
