@@ -47,18 +47,20 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def make_positions(total: int, keys: int = 4, seed: int = 42) -> np.ndarray:
-    """Sorted unique positions: per key, half in runs of 1250, half uniformly random."""
+    """Exactly ``total`` sorted positions: per key, half in runs of 1250, half random."""
     rng = np.random.default_rng(seed)
-    per_key = total // keys
     parts = []
     for key in range(keys):
+        per_key = total // keys + (1 if key < total % keys else 0)
         run_length = 1250
         run_count = per_key // 2 // run_length
         starts = np.sort(rng.choice(1 << 20, run_count, replace=False)).astype(np.int64) * 2048
-        runs = (starts[:, None] + np.arange(run_length)[None, :]).ravel()
-        scattered = rng.integers(0, 1 << 32, per_key - runs.size)
-        parts.append((key << 32) + sorted_unique(np.concatenate([runs, scattered])))
-    return sorted_unique(np.concatenate(parts)).astype(np.int64)
+        values = (starts[:, None] + np.arange(run_length)[None, :]).ravel()
+        while values.size < per_key:  # top up with random values until the count is exact
+            extra = rng.integers(0, 1 << 32, per_key - values.size)
+            values = sorted_unique(np.concatenate([values, extra]))
+        parts.append((key << 32) + values)
+    return np.concatenate(parts).astype(np.int64)
 
 
 def median_time(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:

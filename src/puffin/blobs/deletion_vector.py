@@ -310,10 +310,12 @@ class DeletionVector:
     ) -> DeletionVector:
         """Decode and validate a ``deletion-vector-v1`` blob payload.
 
-        Checks, in Java's order: the length prefix against the data, the magic, the CRC-32,
+        Checks, in this order: the length prefix against the data, the magic, the CRC-32,
         then the bitmap (keys ascending and unique, keys at most 0x7FFFFFFE, Roaring headers
         consistent and within the data, every byte used) and finally the cardinality against
-        ``expected_cardinality`` (the manifest's ``record_count``).  ``location`` names the
+        ``expected_cardinality`` (the manifest's ``record_count``).  Java checks the CRC
+        last; checking it before parsing keeps corrupted bytes away from the Roaring codec
+        and names the real fault.  ``location`` names the
         payload in error messages; error offsets count from the payload's first byte.
 
         Raises:
