@@ -422,3 +422,38 @@ def test_progress_bar_only_on_a_terminal() -> None:
         bar.update(1000)
     assert pipe.getvalue() == ""
     assert sys.stderr is not None
+
+
+def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
+    """Dictionary-encoded strings are sketched from their used dictionary values, columns
+    that fell back to plain pages are read plainly; both give the sketch of every value."""
+    from puffin.iceberg._scan import _dictionary_columns
+
+    n = 300_000
+    rng = np.random.default_rng(11)
+    keys = pa.array(rng.integers(0, 100, n))
+    data = pa.table(
+        {
+            "low": pc.binary_join_element_wise("k-", pc.cast(keys, pa.string()), ""),
+            "high": pc.binary_join_element_wise(
+                "row-", pc.cast(pa.array(np.arange(n)), pa.string()), ""
+            ),
+            "raw": pc.cast(pc.binary_join_element_wise("b", pc.cast(keys, pa.string()), ""),
+                           pa.binary()),
+        }
+    )
+    table = catalog.create_table("db.strings", schema=data.schema)
+    table.append(data)
+    table = catalog.load_table("db.strings")
+    (task,) = table.scan().plan_files()
+    path = local_path(task.file.file_path)
+    assert path is not None
+    metadata = pq.ParquetFile(path).metadata
+    chosen = _dictionary_columns(metadata, ["high", "low", "raw"], {"high", "low", "raw"})
+    assert chosen == ["low", "raw"]
+    stats = compute_table_statistics(table)
+    by_field = {b.fields[0]: _ndv(b) for b in stats.blob_metadata}
+    ids = table.schema()
+    assert by_field[ids.find_field("low").field_id] == 100
+    assert by_field[ids.find_field("raw").field_id] == 100
+    _check_column_ndvs(table, stats)

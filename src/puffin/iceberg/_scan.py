@@ -211,22 +211,30 @@ def arrow_type_for(iceberg_type: IcebergType) -> pa.DataType:
     raise TypeError(f"no Arrow type for Iceberg type {iceberg_type}")
 
 
-def to_iceberg_arrow(array: Any, iceberg_type: IcebergType) -> pa.Array:
+def to_iceberg_arrow(
+    array: Any, iceberg_type: IcebergType, *, distinct_ok: bool = False
+) -> pa.Array:
     """``array`` as an Arrow array holding the Iceberg type's values.
 
     Undoes what a file may differ in: extension types (``arrow.uuid``), dictionary
     encoding, chunking, promoted types (an ``int`` file in a ``long`` column, ``float`` to
     ``double``, wider decimals) and timestamp units.  String and binary keep their offset
     width; the sketch reads both.
+
+    With ``distinct_ok`` a dictionary-encoded array becomes just the dictionary values its
+    rows use (each once): enough for a distinct-count sketch, and far less to hash.
     """
     import pyarrow as pa
 
     if isinstance(array, pa.ChunkedArray):
+        if distinct_ok and pa.types.is_dictionary(array.type) and array.num_chunks > 1:
+            parts = [to_iceberg_arrow(c, iceberg_type, distinct_ok=True) for c in array.chunks]
+            return pa.concat_arrays(parts)
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage
     if pa.types.is_dictionary(array.type):
-        array = array.dictionary_decode()
+        array = _used_dictionary_values(array) if distinct_ok else array.dictionary_decode()
     target = arrow_type_for(iceberg_type)
     have = array.type
     if have == target:
@@ -243,6 +251,55 @@ def to_iceberg_arrow(array: Any, iceberg_type: IcebergType) -> pa.Array:
         # Older writers (INT96, millisecond files) store other units; truncate like Java.
         return array.cast(target, safe=False)
     return array.cast(target)
+
+
+def _used_dictionary_values(array: pa.DictionaryArray) -> pa.Array:
+    """The dictionary entries that the array's non-null rows point at, each once."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    indices = array.indices
+    if array.null_count:
+        indices = pc.drop_null(indices)
+    if len(indices) == 0:
+        return array.dictionary.slice(0, 0)
+    counts = np.bincount(
+        indices.to_numpy(zero_copy_only=False), minlength=len(array.dictionary)
+    )
+    return array.dictionary.take(np.flatnonzero(counts))
+
+
+# Dictionary pages of Parquet writers are capped at about 1 MiB; RLE/bit-packed indices
+# take at most 4 bytes a row.  A column chunk larger than that fell back to plain pages.
+_DICTIONARY_SLACK = 2 << 20
+_INDEX_BYTES = 4
+
+
+def _dictionary_columns(metadata: Any, tops: Sequence[str], string_tops: set[str]) -> list[str]:
+    """Top-level string/binary columns whose every chunk is dictionary-encoded.
+
+    Reading those as Arrow dictionaries skips materializing every row's bytes; reading a
+    column that fell back to plain pages as a dictionary would cost a hash per row instead,
+    so those are read plainly.
+    """
+    wanted = [t for t in tops if t in string_tops]
+    if not wanted or not metadata.num_row_groups:
+        return []
+    first = metadata.row_group(0)
+    index = {first.column(i).path_in_schema: i for i in range(first.num_columns)}
+    out = []
+    for name in wanted:
+        col = index.get(name)
+        if col is None:
+            continue
+        chunks = [metadata.row_group(rg).column(col) for rg in range(metadata.num_row_groups)]
+        if all(
+            c.has_dictionary_page
+            and c.total_uncompressed_size <= _INDEX_BYTES * c.num_values + _DICTIONARY_SLACK
+            for c in chunks
+        ):
+            out.append(name)
+    return out
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -485,6 +542,7 @@ def _read_file(
     columns: Sequence[ScanColumn],
     deletes: DeleteIndex,
     mapping: NameMapping | None,
+    distinct_ok: bool,
 ) -> Iterator[Batch]:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -495,11 +553,27 @@ def _read_file(
             f"data file {planned.path} is {planned.data_file.file_format}; only Parquet is read"
         )
     positions = deletes.positions(planned.path, planned.delete_files)
-    with open_input(io, planned.path) as f:
+    local = local_path(planned.path)
+    # A native Arrow file: Parquet reads then never take the GIL (a Python file object would).
+    source = pa.OSFile(local, "r") if local is not None else io.new_input(planned.path).open()
+    with source as f:
         pf = pq.ParquetFile(f)
         ids = _file_columns(pf.schema_arrow, mapping, planned.path)
         present = {c.field_id: ids[c.field_id] for c in columns if c.field_id in ids}
         tops = sorted({p[0] for p in present.values()})
+        if distinct_ok:
+            from pyiceberg.types import BinaryType, StringType
+
+            string_tops = {
+                present[c.field_id][0]
+                for c in columns
+                if c.field_id in present
+                and len(present[c.field_id]) == 1
+                and isinstance(c.iceberg_type, (StringType, BinaryType))
+            }
+            dictionary = _dictionary_columns(pf.metadata, tops, string_tops)
+            if dictionary:
+                pf = pq.ParquetFile(f, metadata=pf.metadata, read_dictionary=dictionary)
         start = 0
         for rg in range(pf.metadata.num_row_groups):
             count = pf.metadata.row_group(rg).num_rows
@@ -513,7 +587,9 @@ def _read_file(
                 for c in columns:
                     names = present.get(c.field_id)
                     if names is not None:
-                        out[c.field_id] = to_iceberg_arrow(_extract(table, names), c.iceberg_type)
+                        out[c.field_id] = to_iceberg_arrow(
+                            _extract(table, names), c.iceberg_type, distinct_ok=distinct_ok
+                        )
             yield Batch(planned.path, count, live, out)
             start += count
 
@@ -571,14 +647,19 @@ def read_columns(
     columns: Sequence[ScanColumn],
     *,
     prefetch: bool = True,
+    distinct_ok: bool = False,
 ) -> Iterator[Batch]:
-    """Every live row of the planned files, as batches of the requested columns."""
+    """Every live row of the planned files, as batches of the requested columns.
+
+    ``distinct_ok``: the caller only needs each batch's set of values (a sketch), so
+    dictionary-encoded string columns may come back as the distinct values they use.
+    """
     io = table.io
     deletes = DeleteIndex(io)
     mapping = table.metadata.name_mapping()
 
     def batches() -> Iterator[Batch]:
         for p in planned:
-            yield from _read_file(io, p, columns, deletes, mapping)
+            yield from _read_file(io, p, columns, deletes, mapping, distinct_ok)
 
     return _prefetch(batches()) if prefetch else batches()

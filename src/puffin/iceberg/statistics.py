@@ -140,7 +140,7 @@ def compute_table_statistics(
     with Progress(total, label="statistics ", enabled=progress) as bar:
         current = ""
         index = 0
-        for batch in read_columns(table, planned, scan_columns):
+        for batch in read_columns(table, planned, scan_columns, distinct_ok=True):
             if batch.data_path != current:
                 current = batch.data_path
                 index += 1
