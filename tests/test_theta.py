@@ -668,3 +668,14 @@ def test_ndv_is_javas_truncated_estimate(n: int, seed: int) -> None:
     java = sketch.num_retained * (9.223372036854775807e18 / sketch.theta64)
     assert sketch.ndv == int(java)
     assert abs(sketch.ndv - sketch.estimate) < 1 + 1e-9 * sketch.estimate
+
+
+def test_builder_update_is_all_or_nothing() -> None:
+    builder = ThetaSketchBuilder("int", threads=2)
+    builder.update(np.arange(1000, dtype=np.int64))
+    before = builder.result()
+    bad = np.arange(600_000, dtype=np.int64)
+    bad[-1] = 2**40  # out of range for int, in the last slice
+    with pytest.raises(ValueError):
+        builder.update(bad)
+    assert builder.result() == before

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import queue
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -273,29 +273,30 @@ def _hash_variable(
 
 
 def accumulate(
-    parts: Sequence[SerializedValues],
+    tasks: Sequence[Callable[[], SerializedValues]],
     accumulators: list[Accumulator],
     threads: int,
 ) -> None:
-    """Hash every row of ``parts`` into ``accumulators`` (one per thread, at least one)."""
-    tasks: queue.SimpleQueue[tuple[SerializedValues, int, int]] = queue.SimpleQueue()
-    total = 0
-    for part in parts:
-        n = len(part)
-        total += n
-        for s in range(0, n, TASK_ROWS):
-            tasks.put((part, s, min(n, s + TASK_ROWS)))
-    workers = max(1, min(threads, len(accumulators), -(-total // TASK_ROWS)))
+    """Run serialization jobs and hash their rows into ``accumulators`` (one per thread).
+
+    Each thread pulls the next job from a shared queue, so uneven jobs still balance.
+    """
+    jobs: queue.SimpleQueue[Callable[[], SerializedValues]] = queue.SimpleQueue()
+    for task in tasks:
+        jobs.put(task)
+    workers = max(1, min(threads, len(accumulators), len(tasks)))
 
     def run(acc: Accumulator) -> None:
         worker = _Worker()
         while True:
             try:
-                part, s, e = tasks.get_nowait()
+                task = jobs.get_nowait()
             except queue.Empty:
                 return
-            for c in range(s, e, CHUNK_ROWS):
-                hashes = hash_rows(part, c, min(e, c + CHUNK_ROWS), worker, shift=False)
+            part = task()
+            n = len(part)
+            for c in range(0, n, CHUNK_ROWS):
+                hashes = hash_rows(part, c, min(n, c + CHUNK_ROWS), worker, shift=False)
                 acc.add(hashes, raw=True)
 
     if workers == 1:
@@ -308,10 +309,10 @@ def accumulate(
 
 
 def build(
-    parts: Sequence[SerializedValues], lg_k: int, threads: int | None = None
+    tasks: Sequence[Callable[[], SerializedValues]], lg_k: int, threads: int | None = None
 ) -> tuple[U64, int]:
-    """(k smallest distinct hashes, theta) of all rows of ``parts``."""
+    """(k smallest distinct hashes, theta) of all rows the serialization ``tasks`` produce."""
     n_threads = default_threads() if threads is None else max(1, threads)
-    accumulators = [Accumulator(lg_k) for _ in range(n_threads)]
-    accumulate(parts, accumulators, n_threads)
+    accumulators = [Accumulator(lg_k) for _ in range(max(1, min(n_threads, len(tasks))))]
+    accumulate(tasks, accumulators, n_threads)
     return union_states([a.state() for a in accumulators], 1 << lg_k)

@@ -37,6 +37,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -375,6 +376,14 @@ class SerializedValues:
 
     def __iter__(self) -> Iterator[bytes | None]:
         return (self[i] for i in range(len(self)))
+
+    def slice(self, start: int, stop: int) -> SerializedValues:
+        """Rows ``[start, stop)`` without copying (``0 <= start <= stop <= len``)."""
+        valid = None if self.valid is None else self.valid[start:stop]
+        if self.offsets is None:
+            return SerializedValues(self.iceberg_type, self.data[start:stop], None, valid)
+        offsets = self.offsets[start : stop + 1]
+        return SerializedValues(self.iceberg_type, self.data, offsets, valid)
 
     def to_pylist(self) -> list[bytes | None]:
         """Every value's bytes, ``None`` for nulls (a Python object per value: for tests)."""
@@ -878,36 +887,74 @@ def _arrow_varlen(arr: Any) -> tuple[NDArray[np.uint8], NDArray[Any]]:
     return data, offsets
 
 
-def _iter_serialized(values: Any, t: IcebergType) -> Iterator[SerializedValues]:
-    """Serialize ``values`` piece by piece (one piece per Arrow chunk)."""
+def _pieces(values: Any) -> Iterator[tuple[str, Any]]:
+    """Split an input into ("arrow", Array), ("numpy", ndarray) or ("python", iterable)."""
     if _is_arrow(values):
         import pyarrow as pa
 
         if isinstance(values, pa.ChunkedArray):
             for chunk in values.chunks:
-                yield _from_arrow(chunk, t)
+                yield "arrow", chunk
             return
         if isinstance(values, pa.Array):
-            yield _from_arrow(values, t)
+            yield "arrow", values
             return
         raise TypeError(f"cannot serialize {type(values).__name__}; pass an Array or ChunkedArray")
     if isinstance(values, np.ndarray):
-        yield _from_numpy(values, t)
+        yield "numpy", values
         return
     if hasattr(values, "__arrow_c_array__") or hasattr(values, "__arrow_c_stream__"):
         pa = _pyarrow()
         if pa is not None:
             if hasattr(values, "__arrow_c_stream__"):
-                yield from _iter_serialized(pa.chunked_array(values), t)
+                yield from _pieces(pa.chunked_array(values))
             else:
-                yield _from_arrow(pa.array(values), t)
+                yield "arrow", pa.array(values)
             return
     if hasattr(values, "__array__") and not isinstance(values, (list, tuple, str, bytes)):
-        yield _from_numpy(np.asarray(values), t)
+        yield "numpy", np.asarray(values)
         return
     if isinstance(values, (str, bytes, bytearray)):
         raise TypeError("pass a sequence of values, not a single str/bytes")
-    yield _from_python(values, t)
+    yield "python", values
+
+
+def _serialize_piece(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
+    if kind == "arrow":
+        return _from_arrow(piece, t)
+    if kind == "numpy":
+        return _from_numpy(piece, t)
+    return _from_python(piece, t)
+
+
+def _iter_serialized(values: Any, t: IcebergType) -> Iterator[SerializedValues]:
+    """Serialize ``values`` piece by piece (one piece per Arrow chunk)."""
+    for kind, piece in _pieces(values):
+        yield _serialize_piece(kind, piece, t)
+
+
+def serialize_tasks(
+    values: Any, iceberg_type: str | IcebergType | Any, rows: int
+) -> list[Callable[[], SerializedValues]]:
+    """Jobs that each serialize at most ``rows`` values of ``values``, in order.
+
+    NumPy and Arrow inputs are sliced without copying and serialized when a job runs, so a
+    thread pool can convert and hash slices in parallel while they are still in cache; other
+    inputs are serialized here and their result is sliced.
+    """
+    t = parse_type(iceberg_type)
+    tasks: list[Callable[[], SerializedValues]] = []
+    for kind, piece in _pieces(values):
+        lazy = kind == "arrow" or (kind == "numpy" and piece.dtype.kind != "O" and piece.ndim)
+        if lazy:
+            for s in range(0, len(piece), rows):
+                part = piece.slice(s, rows) if kind == "arrow" else piece[s : s + rows]
+                tasks.append(partial(_serialize_piece, kind, part, t))
+        else:
+            done = _serialize_piece(kind, piece, t)
+            n = len(done)
+            tasks.extend(partial(done.slice, s, min(n, s + rows)) for s in range(0, n, rows))
+    return tasks
 
 
 def _concat(t: IcebergType, parts: list[SerializedValues]) -> SerializedValues:

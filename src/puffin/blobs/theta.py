@@ -32,12 +32,13 @@ import numpy as np
 from puffin.blobs._murmur3 import DEFAULT_SEED
 from puffin.blobs._theta_build import (
     MAX_THETA,
+    TASK_ROWS,
     Accumulator,
-    accumulate,
+    build,
     default_threads,
     union_states,
 )
-from puffin.blobs.single_value import IcebergType, _iter_serialized, parse_type
+from puffin.blobs.single_value import IcebergType, parse_type, serialize_tasks
 from puffin.errors import ThetaSketchError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -346,7 +347,7 @@ class ThetaSketchBuilder:
         if threads is not None and (isinstance(threads, bool) or threads < 1):
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         self._threads = default_threads() if threads is None else int(threads)
-        self._accumulators = [Accumulator(lg_k) for _ in range(self._threads)]
+        self._state: tuple[U64, int] = (np.empty(0, dtype=np.uint64), MAX_THETA)
 
     @property
     def iceberg_type(self) -> IcebergType:
@@ -357,8 +358,13 @@ class ThetaSketchBuilder:
         return self._lg_k
 
     def update(self, values: Any) -> ThetaSketchBuilder:
-        """Add a chunk of values (returns the builder, so calls can be chained)."""
-        accumulate(list(_iter_serialized(values, self._type)), self._accumulators, self._threads)
+        """Add a chunk of values (returns the builder, so calls can be chained).
+
+        The update is all or nothing: if a value cannot be serialized the builder is left as
+        it was.
+        """
+        state = build(serialize_tasks(values, self._type, TASK_ROWS), self._lg_k, self._threads)
+        self._merge(state)
         return self
 
     def update_hashes(self, hashes: Any) -> ThetaSketchBuilder:
@@ -369,13 +375,17 @@ class ThetaSketchBuilder:
         arr = arr.astype(np.uint64, copy=False).reshape(-1)
         if arr.size and int(arr.max()) > MAX_THETA:
             raise ValueError("Theta hashes are below 2^63")
-        self._accumulators[0].add(arr)
+        acc = Accumulator(self._lg_k)
+        acc.add(arr)
+        self._merge(acc.state())
         return self
+
+    def _merge(self, state: tuple[U64, int]) -> None:
+        self._state = union_states([self._state, state], 1 << self._lg_k)
 
     def result(self) -> ThetaSketch:
         """The canonical sketch of every value added so far."""
-        states = [a.state() for a in self._accumulators]
-        hashes, theta = union_states(states, 1 << self._lg_k)
+        hashes, theta = self._state
         return ThetaSketch._make(hashes, theta, self._lg_k)
 
 
