@@ -176,6 +176,24 @@ def test_help_lists_every_command_with_examples() -> None:
     assert out(cli("--version")).strip() == f"puffin {puffin.__version__}"
 
 
+def test_help_and_container_commands_stay_light() -> None:
+    """`puffin --help` (plugins included) and `inspect` of a plain file import no heavy module."""
+    heavy = ("numpy", "pyarrow", "pyiceberg", "pyspark", "pandas")
+    script = (
+        "import sys\n"
+        "from puffin.cli import main\n"
+        "status = main(sys.argv[1:])\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)\n"
+        "raise SystemExit(status)\n"
+    )
+    for args in (["--help"], ["inspect", str(ZSTD_FILE)], ["verify", str(ZSTD_FILE)]):
+        proc = subprocess.run(
+            [sys.executable, "-c", script, *args], capture_output=True, env=_env(), cwd=ROOT
+        )
+        assert proc.returncode == 0, err(proc)
+        assert err(proc).splitlines()[-1] == "[]", (args, err(proc))
+
+
 def test_usage_errors_exit_2_without_traceback() -> None:
     cases = [
         ((), "usage: puffin"),  # no command: help on stderr
