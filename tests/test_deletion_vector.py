@@ -258,6 +258,16 @@ def test_key_order_and_range_errors() -> None:
     expect_error(frame(body64((1, one), (1, one))), "ascending")
     expect_error(frame(body64((0x7FFFFFFF, one))), "above Iceberg's largest key")
     expect_error(frame(body64((0x80000000, one))), "negative as a Java int")
+    # The same checks hold inside runs of empty bitmaps (read in bulk).
+    empty = r64.EMPTY_BITMAP32
+    gap_entries = [(k, empty) for k in range(1, 40)]
+    expect_error(frame(body64((0, one), *gap_entries, (39, empty))), "ascending")
+    expect_error(frame(body64((0, one), *gap_entries[:20], (7, empty))), "ascending")
+    expect_error(frame(body64(*gap_entries, (0x7FFFFFFF, empty))), "largest key")
+    expect_error(frame(body64(*gap_entries, (0x80000000, one))), "negative")
+    javas = frame(body64((0, empty), *gap_entries, (40, one)))
+    ok = DeletionVector.deserialize(javas)
+    assert list(ok) == [(40 << 32) + 1] and ok.serialize() == javas
     # The largest key Java accepts reads fine, even above MAX_POSITION's low word.
     dv = DeletionVector.deserialize(frame(body64((0x7FFFFFFE, bm32([0xFFFFFFFF])))))
     assert list(dv) == [(0x7FFFFFFE << 32) | 0xFFFFFFFF]
