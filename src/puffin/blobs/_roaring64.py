@@ -132,11 +132,12 @@ def scan32(buf: bytes, start: int, end: int, location: str | None = None) -> Sca
 _SMALL_BITMAP = 16
 
 
-def _key_order_error(i: int, keys: object, at: int, location: str | None) -> DeletionVectorError:
-    seq = cast("list[int]", keys)
+def _key_order_error(
+    i: int, key: int, previous: int, at: int, location: str | None
+) -> DeletionVectorError:
     return _error(
-        f"Roaring container keys not strictly ascending: key {int(seq[i])} follows "
-        f"{int(seq[i - 1])} (container {i})",
+        f"Roaring container keys not strictly ascending: key {key} follows {previous} "
+        f"(container {i})",
         at,
         location,
     )
@@ -169,7 +170,7 @@ def _walk_small(
     keys = header[0::2]
     for i in range(1, n):
         if keys[i] <= keys[i - 1]:
-            raise _key_order_error(i, keys, header_at + 4 * i, location)
+            raise _key_order_error(i, keys[i], keys[i - 1], header_at + 4 * i, location)
     offsets = struct.unpack_from(f"<{n}I", buf, offsets_at) if offsets_at >= 0 else None
     at = data_start
     cardinality = 0
@@ -213,7 +214,7 @@ def _walk_large(
     bad = np.flatnonzero(keys[1:] <= keys[:-1])
     if bad.size:
         i = int(bad[0]) + 1
-        raise _key_order_error(i, keys, header_at + 4 * i, location)
+        raise _key_order_error(i, int(keys[i]), int(keys[i - 1]), header_at + 4 * i, location)
     cards = header[:, 1].astype(np.int64) + 1
     offsets = np.frombuffer(buf, dtype="<u4", count=n, offset=offsets_at).astype(np.int64)
     sizes = np.where(cards > ARRAY_MAX_CARDINALITY, BITSET_BYTES, 2 * cards)
