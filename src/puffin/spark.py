@@ -1,0 +1,543 @@
+"""Spark pipeline: Iceberg NDV sketches and deletion vectors computed where the data is.
+
+Nothing here assumes that the driver and the executors share a disk: the executors read the
+data files and send back small serialized sketches and deletion vectors; the driver merges
+them and writes the Puffin file through the table's FileIO (or fsspec).  The executors need
+this library installed (``pip install iceberg-puffin`` on the cluster, or ship it with
+``spark.submit.pyFiles``); in ``local[N]`` mode they already have it.
+
+Importing this module is light: pyspark and pyarrow are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "JavaNotFoundError",
+    "SparkSetupError",
+    "check_java",
+    "local_session",
+]
+
+#: Spark 4 runs on Java 17 or newer.
+MIN_JAVA = 17
+
+_INSTALL_HINT = (
+    "install Java 17 or newer (e.g. `apt-get install openjdk-17-jre-headless`) "
+    "or set JAVA_HOME to one"
+)
+
+
+class SparkSetupError(RuntimeError):
+    """Spark cannot start on this machine (the message says what to install or set)."""
+
+
+class JavaNotFoundError(SparkSetupError):
+    """Java is missing or older than Spark 4 needs."""
+
+
+def _java_executable() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("java")
+
+
+def _java_major(version_text: str) -> int | None:
+    """The major version in ``java -version`` output (``1.8.0_x`` is 8, ``17.0.2`` is 17)."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_text)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    if major == 1 and match.group(2) is not None:
+        major = int(match.group(2))
+    return major
+
+
+def check_java(min_version: int = MIN_JAVA) -> int:
+    """Check that ``java`` (``$JAVA_HOME/bin/java``, else on ``PATH``) is at least ``min_version``.
+
+    Returns the major version.  Raises :class:`JavaNotFoundError` with a one-line message
+    saying what to install, instead of the long Py4J error Spark would give.
+    """
+    exe = _java_executable()
+    if exe is None:
+        raise JavaNotFoundError(f"Spark needs Java but `java` was not found: {_INSTALL_HINT}")
+    try:
+        done = subprocess.run(
+            [exe, "-version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise JavaNotFoundError(
+            f"Spark needs Java but `{exe} -version` failed ({exc}): {_INSTALL_HINT}"
+        ) from exc
+    major = _java_major(done.stderr + done.stdout)
+    if major is None:
+        raise JavaNotFoundError(
+            f"Spark needs Java but `{exe} -version` printed no version: {_INSTALL_HINT}"
+        )
+    if major < min_version:
+        raise JavaNotFoundError(
+            f"Spark needs Java {min_version} or newer but {exe} is Java {major}: {_INSTALL_HINT}"
+        )
+    return major
+
+
+# Spark logs INFO and WARN lines at start-up (host name, native Hadoop, ...); we keep errors.
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _log4j2_file() -> str:
+    directory = os.path.join(tempfile.gettempdir(), f"puffin-spark-{os.getuid()}")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "log4j2.properties")
+    try:
+        with open(path, encoding="utf-8") as existing:
+            if existing.read() == _LOG4J2:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(_LOG4J2)
+    os.replace(tmp, path)
+    return path
+
+
+def _quiet_python_warnings() -> None:
+    # pyspark warns on every pandas-using call when pandas >= 3; we do not use pandas.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+
+
+def local_session(
+    master: str = "local[2]",
+    *,
+    app_name: str = "puffin",
+    memory: str = "1g",
+    shuffle_partitions: int | None = None,
+    conf: Mapping[str, str] | None = None,
+    quiet: bool = True,
+) -> SparkSession:
+    """A Spark session for this machine, set up for small jobs (or Spark Connect).
+
+    ``master`` is ``local[N]``, ``local[*]``, a cluster URL, or ``sc://host:port`` for Spark
+    Connect (no local Java needed then; ``SPARK_REMOTE`` works too).  A new local session
+    gets ``memory`` for the driver, no web UI, ``shuffle_partitions`` (default: twice the
+    cores), Arrow enabled, UTC session time, the executors' Python set to this one, and
+    (with ``quiet``) only error-level logs.  ``conf`` adds or overrides settings.  If a
+    session is already running in this process it is returned as it is.
+
+    Raises :class:`JavaNotFoundError` when a local JVM is needed and Java is missing or old.
+    """
+    from pyspark.sql import SparkSession
+
+    if quiet:
+        _quiet_python_warnings()
+    remote = master if master.startswith("sc://") else os.environ.get("SPARK_REMOTE")
+    if remote:
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    cores = _cores(master)
+    settings: dict[str, str] = {
+        "spark.driver.memory": memory,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions or max(2, 2 * cores)),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "puffin-spark-warehouse"),
+        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
+    }
+    if quiet:
+        settings["spark.driver.extraJavaOptions"] = (
+            f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
+        )
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if quiet:
+        session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _cores(master: str) -> int:
+    match = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master.strip())
+    if master.strip() == "local":
+        return 1
+    if match is None or match.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(match.group(1))
+
+
+# -------------------------------------------------------------------------------------------
+# Types: Spark <-> Iceberg
+# -------------------------------------------------------------------------------------------
+
+
+def iceberg_type_of(spark_type: Any) -> str:
+    """The Iceberg type (JSON spelling) a Spark column of ``spark_type`` is sketched as.
+
+    Spark's byte, short and int are Iceberg ``int``; ``timestamp`` (with local time zone) is
+    ``timestamptz`` and ``timestamp_ntz`` is ``timestamp``.  Iceberg ``uuid``, ``fixed``,
+    ``time`` and the nanosecond timestamps have no Spark type: give them in ``iceberg_types``
+    (for binary, string or long columns).
+    """
+    from pyspark.sql import types as T
+
+    simple: list[tuple[type[Any], str]] = [
+        (T.BooleanType, "boolean"),
+        (T.ByteType, "int"),
+        (T.ShortType, "int"),
+        (T.IntegerType, "int"),
+        (T.LongType, "long"),
+        (T.FloatType, "float"),
+        (T.DoubleType, "double"),
+        (T.DateType, "date"),
+        (T.TimestampNTZType, "timestamp"),
+        (T.TimestampType, "timestamptz"),
+        (T.StringType, "string"),
+        (T.CharType, "string"),
+        (T.VarcharType, "string"),
+        (T.BinaryType, "binary"),
+    ]
+    for cls, name in simple:
+        if isinstance(spark_type, cls):
+            return name
+    if isinstance(spark_type, T.DecimalType):
+        return f"decimal({spark_type.precision},{spark_type.scale})"
+    raise TypeError(
+        f"Spark type {spark_type.simpleString()} has no Iceberg primitive type to sketch it as"
+    )
+
+
+def spark_read_type(iceberg_type: Any) -> Any:
+    """The Spark type to read an Iceberg column of ``iceberg_type`` from Parquet as.
+
+    ``uuid`` and ``fixed`` come back as binary, ``time`` and the nanosecond timestamps as
+    long (micro- or nanoseconds), so the sketches see the exact values Iceberg hashes.
+    """
+    from pyspark.sql import types as T
+
+    from puffin.blobs.single_value import parse_type
+
+    t = parse_type(iceberg_type)
+    table: dict[str, Any] = {
+        "boolean": T.BooleanType(),
+        "int": T.IntegerType(),
+        "long": T.LongType(),
+        "float": T.FloatType(),
+        "double": T.DoubleType(),
+        "date": T.DateType(),
+        "time": T.LongType(),
+        "timestamp": T.TimestampNTZType(),
+        "timestamptz": T.TimestampType(),
+        "timestamp_ns": T.LongType(),
+        "timestamptz_ns": T.LongType(),
+        "string": T.StringType(),
+        "uuid": T.BinaryType(),
+        "fixed": T.BinaryType(),
+        "binary": T.BinaryType(),
+    }
+    if t.name == "decimal":
+        assert t.precision is not None and t.scale is not None
+        return T.DecimalType(t.precision, t.scale)
+    return table[t.name]
+
+
+# -------------------------------------------------------------------------------------------
+# NDV sketches of a DataFrame
+# -------------------------------------------------------------------------------------------
+
+#: Rows gathered from Spark's Arrow batches before one builder update (fewer, larger steps).
+_GATHER_ROWS = 1 << 18
+
+
+def _sketch_partition(types: list[str], lg_k: int) -> Any:
+    """The ``mapInArrow`` function: one row (column index, serialized sketch) per column."""
+
+    def run(batches: Any) -> Any:
+        import pyarrow as pa
+
+        from puffin.blobs.theta import ThetaSketchBuilder
+
+        builders = [ThetaSketchBuilder(t, lg_k=lg_k, threads=1) for t in types]
+        pending: list[Any] = []
+        rows = 0
+
+        def flush() -> None:
+            nonlocal pending, rows
+            if not pending:
+                return
+            table = pa.Table.from_batches(pending)
+            for i, builder in enumerate(builders):
+                builder.update(table.column(i))
+            pending, rows = [], 0
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows >= _GATHER_ROWS:
+                flush()
+        flush()
+        sketches = [b.result().serialize() for b in builders]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(range(len(types)), pa.int32()), pa.array(sketches, pa.binary())],
+            names=["column", "sketch"],
+        )
+
+    return run
+
+
+def _arrow_sketches(df: Any, types: list[str], lg_k: int) -> list[Any]:
+    """Sketch every column of ``df`` with our builder on the executors; union on the driver."""
+    from puffin.blobs.theta import ThetaSketch
+
+    rows = df.mapInArrow(_sketch_partition(types, lg_k), "column int, sketch binary").collect()
+    parts: list[list[bytes]] = [[] for _ in types]
+    for row in rows:
+        parts[row["column"]].append(bytes(row["sketch"]))
+    return [ThetaSketch.union(ThetaSketch(), *p, lg_k=lg_k) for p in parts]
+
+
+# Spark 4.1+ ships datasketches-java behind ``theta_sketch_agg``.  It hashes a BIGINT as its
+# 8 little-endian bytes, a STRING as its UTF-8 bytes, a BINARY as itself and an ARRAY<INT>
+# of one element as that int's 4 little-endian bytes: exactly Iceberg's single-value bytes
+# when the column is first rewritten into one of those forms.  A DOUBLE is hashed as its
+# bits too, except that datasketches folds -0.0 into 0.0, so zeros are tracked beside it.
+
+
+def _jvm_available(spark: Any) -> bool:
+    match = re.match(r"(\d+)\.(\d+)", str(spark.version))
+    return match is not None and (int(match.group(1)), int(match.group(2))) >= (4, 1)
+
+
+def _decimal_bytes(col: Any, precision: int, scale: int) -> Any:
+    """Minimal two's-complement big-endian bytes of the unscaled value (precision <= 18)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    factor = F.lit(10**scale).cast(T.DecimalType(min(38, scale + 1), 0))
+    unscaled = (col * factor).cast(T.LongType())
+    width = F.lit(8)
+    for n in range(7, 0, -1):
+        bound = 1 << (8 * n - 1)
+        width = F.when((unscaled >= -bound) & (unscaled < bound), F.lit(n)).otherwise(width)
+    hex16 = F.lpad(F.hex(unscaled), 16, "0")
+    return F.unhex(F.substring(hex16, F.lit(17) - 2 * width, 2 * width))
+
+
+def _jvm_expression(col: Any, spark_type: Any, iceberg: Any) -> Any | None:
+    """A column whose ``theta_sketch_agg`` hashes exactly Iceberg's bytes, or ``None``.
+
+    ``None`` means this (type, Spark type) pair is left to our Arrow builder: ``float``
+    (Spark SQL has no deterministic way to get a float's bits), decimals wider than 18
+    digits, UUIDs given as text, and any pairing other than the natural one.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    name = iceberg.name
+    if name == "boolean" and isinstance(spark_type, T.BooleanType):
+        return F.when(col, F.lit(b"\x01")).when(~col, F.lit(b"\x00"))
+    if name == "int" and isinstance(spark_type, (T.ByteType, T.ShortType, T.IntegerType)):
+        return F.when(col.isNotNull(), F.array(col.cast(T.IntegerType())))
+    if name == "date" and isinstance(spark_type, T.DateType):
+        return F.when(col.isNotNull(), F.array(F.unix_date(col)))
+    if name in ("long", "time", "timestamp_ns", "timestamptz_ns") and isinstance(
+        spark_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+    ):
+        return col.cast(T.LongType())
+    if name == "timestamptz" and isinstance(spark_type, T.TimestampType):
+        return F.unix_micros(col)
+    if name == "timestamp" and isinstance(spark_type, T.TimestampNTZType):
+        epoch = F.lit("1970-01-01 00:00:00").cast(T.TimestampNTZType())
+        return F.timestamp_diff("MICROSECOND", epoch, col)
+    if name == "double" and isinstance(spark_type, T.DoubleType):
+        return F.when(col != 0.0, col)  # zeros are counted apart (see _zero_flags)
+    if name == "decimal" and isinstance(spark_type, T.DecimalType):
+        if (spark_type.precision, spark_type.scale) == (iceberg.precision, iceberg.scale) and (
+            iceberg.precision <= 18
+        ):
+            return _decimal_bytes(col, iceberg.precision, iceberg.scale)
+        return None
+    if name == "string" and isinstance(spark_type, (T.StringType, T.CharType, T.VarcharType)):
+        return col.cast(T.BinaryType())  # UTF-8 bytes
+    if name in ("uuid", "fixed") and isinstance(spark_type, T.BinaryType):
+        width = 16 if name == "uuid" else iceberg.length
+        # A value of the wrong width is an error in Iceberg; surface it like the Arrow path.
+        return F.when(F.length(col) == width, col).when(
+            col.isNotNull(), F.raise_error(F.lit(f"{iceberg} expects {width}-byte values"))
+        )
+    if name == "binary" and isinstance(spark_type, T.BinaryType):
+        return col
+    return None
+
+
+def _zero_flags(col: Any) -> list[Any]:
+    """Aggregates telling whether a double column holds +0.0 and -0.0."""
+    from pyspark.sql import functions as F
+
+    text = col.cast("string")
+    is_zero = col == 0.0
+    return [
+        F.max(F.when(is_zero, text != "-0.0")),
+        F.max(F.when(is_zero, text == "-0.0")),
+    ]
+
+
+def _jvm_sketches(df: Any, exprs: list[tuple[Any, Any | None]], lg_k: int) -> list[Any]:
+    """Run ``theta_sketch_agg`` over rewritten columns and canonicalize with our union.
+
+    ``exprs`` holds (rewritten column, the double column itself or ``None``): for doubles
+    two more aggregates say whether +0.0 and -0.0 occur, and their hashes are added here.
+    """
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from puffin.blobs.theta import ThetaSketch
+
+    aggs = []
+    for i, (expr, double) in enumerate(exprs):
+        aggs.append(F.theta_sketch_agg(expr, lg_k).alias(f"s{i}"))
+        if double is not None:
+            plus, minus = _zero_flags(double)
+            aggs += [plus.alias(f"p{i}"), minus.alias(f"m{i}")]
+    row = df.agg(*aggs).collect()[0]
+    out = []
+    for i, (_, double) in enumerate(exprs):
+        parts: list[Any] = []
+        if row[f"s{i}"] is not None:
+            parts.append(ThetaSketch.deserialize(bytes(row[f"s{i}"])))
+        if double is not None:
+            zeros = [z for z, seen in ((0.0, row[f"p{i}"]), (-0.0, row[f"m{i}"])) if seen]
+            if zeros:
+                parts.append(ThetaSketch.from_values(np.array(zeros), "double", lg_k=lg_k))
+        out.append(ThetaSketch.union(ThetaSketch(), *parts, lg_k=lg_k))
+    return out
+
+
+ENGINES = ("auto", "arrow", "jvm")
+
+
+def compute_ndv_sketches(
+    df: Any,
+    columns: Sequence[str] | None = None,
+    *,
+    iceberg_types: Mapping[str, Any] | None = None,
+    lg_k: int = 12,
+    engine: str = "auto",
+) -> dict[str, Any]:
+    """One Iceberg theta sketch per column of a Spark DataFrame, computed on the executors.
+
+    ``columns`` are column names (default: every top-level column); ``iceberg_types`` maps
+    a name to its Iceberg type when the Spark type alone does not say it (``uuid``,
+    ``fixed[L]``, ``time``, ``timestamp_ns``; see :func:`iceberg_type_of`).  The result
+    maps each name to a :class:`puffin.ThetaSketch` byte-identical to
+    ``ThetaSketch.from_values(<all the column's values>, type, lg_k=lg_k)``, whatever the
+    partitioning: each partition's sketch holds its k smallest hashes and their union
+    keeps the k smallest overall.
+
+    ``engine``:
+
+    * ``"arrow"``: each partition streams its rows as Arrow batches (``mapInArrow``) into
+      our vectorized builder; works on every Spark 4.
+    * ``"jvm"``: Spark SQL rewrites each value into Iceberg's single-value bytes (as a
+      BIGINT, BINARY or one-int ARRAY, which datasketches-java hashes byte for byte as
+      Iceberg does) and Spark's own ``theta_sketch_agg`` (Spark 4.1+) builds the
+      partition sketches without leaving the JVM; our union makes the result canonical.
+      Float columns, decimals over 18 digits and UUIDs given as text are not expressible
+      and raise ``ValueError``.
+    * ``"auto"`` (default): ``"jvm"`` for the columns it can express when Spark has
+      ``theta_sketch_agg``, ``"arrow"`` for the rest.
+    """
+    from puffin.blobs.single_value import parse_type
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    _check_lg_k(lg_k)
+    names = [f.name for f in df.schema.fields] if columns is None else list(columns)
+    if isinstance(columns, str):
+        raise TypeError("columns must be a sequence of names, not one string")
+    if len(set(names)) != len(names):
+        raise ValueError("columns must not repeat a name")
+    given = dict(iceberg_types or {})
+    unknown = set(given) - set(names)
+    if unknown:
+        raise ValueError(f"iceberg_types names columns not sketched: {sorted(unknown)}")
+    from pyspark.sql import functions as F
+
+    projected = df.select(*[F.col(n).alias(f"c{i}") for i, n in enumerate(names)])
+    spark_types = [f.dataType for f in projected.schema.fields]
+    types = [
+        parse_type(given[n]) if n in given else parse_type(iceberg_type_of(st))
+        for n, st in zip(names, spark_types, strict=True)
+    ]
+    use_jvm = engine != "arrow" and _jvm_available(df.sparkSession)
+    if engine == "jvm" and not use_jvm:
+        version = df.sparkSession.version
+        raise ValueError(f"engine='jvm' needs Spark 4.1 or newer (this is {version})")
+
+    jvm: list[tuple[int, Any, Any | None]] = []
+    arrow: list[int] = []
+    for i, (st, t) in enumerate(zip(spark_types, types, strict=True)):
+        expr = _jvm_expression(F.col(f"c{i}"), st, t) if use_jvm else None
+        if expr is not None:
+            jvm.append((i, expr, F.col(f"c{i}") if t.name == "double" else None))
+        elif engine == "jvm":
+            raise ValueError(
+                f"column {names[i]!r} ({st.simpleString()} as Iceberg {t}) cannot be "
+                "sketched in the JVM; use engine='auto' or 'arrow'"
+            )
+        else:
+            arrow.append(i)
+
+    result: dict[int, Any] = {}
+    if jvm:
+        sketches = _jvm_sketches(projected, [(e, d) for _, e, d in jvm], lg_k)
+        result.update(zip([i for i, _, _ in jvm], sketches, strict=True))
+    if arrow:
+        subset = projected.select(*[F.col(f"c{i}") for i in arrow])
+        sketches = _arrow_sketches(subset, [str(types[i]) for i in arrow], lg_k)
+        result.update(zip(arrow, sketches, strict=True))
+    return {n: result[i] for i, n in enumerate(names)}
+
+
+def _check_lg_k(lg_k: int) -> None:
+    from puffin.blobs.theta import MAX_LG_K, MIN_LG_K
+
+    if isinstance(lg_k, bool) or not isinstance(lg_k, int) or not MIN_LG_K <= lg_k <= MAX_LG_K:
+        raise ValueError(f"lg_k must be an integer from {MIN_LG_K} to {MAX_LG_K}, got {lg_k!r}")
