@@ -11,7 +11,6 @@ import struct
 __all__ = [
     "LZ4_MAGIC",
     "ZSTD_MAGIC",
-    "lz4_declared_sizes",
     "lz4_set_content_size",
     "puffin_file",
     "xxh32",
@@ -90,17 +89,6 @@ def lz4_set_content_size(frame: bytes, size: int, *, at: int = 0) -> bytes:
     return bytes(out)
 
 
-def lz4_declared_sizes(data: bytes) -> list[int]:
-    """Content sizes declared by every LZ4 frame header found anywhere in ``data``."""
-    sizes = []
-    start = data.find(LZ4_MAGIC)
-    while start >= 0:
-        if start + 14 <= len(data) and data[start + 4] & 0x08:
-            sizes.append(struct.unpack_from("<Q", data, start + 6)[0])
-        start = data.find(LZ4_MAGIC, start + 1)
-    return sizes
-
-
 def zstd_set_content_size(frame: bytes, size: int) -> bytes:
     """The Zstandard frame with its Frame_Content_Size rewritten as an 8-byte ``size``.
 
@@ -135,3 +123,21 @@ def puffin_file(payload: bytes, *, payload_size: int | None = None, flags: int =
     return (
         b"PFA1" + body + b"PFA1" + payload + struct.pack("<iI", size, flags) + b"PFA1"
     )
+
+
+def generation_payloads(generation: str, count: int = 40, size: int = 48 * 1024) -> list[bytes]:
+    """Deterministic blob payloads for one generation of the crash-safety test's file."""
+    import random
+
+    rng = random.Random(generation)
+    return [rng.randbytes(size // 2) + bytes([i % 251]) * (size // 2) for i in range(count)]
+
+
+def write_generation(target: object, generation: str) -> None:
+    """Write the file of ``generation`` to ``target`` (a path or a binary file object)."""
+    import puffin
+
+    codecs = (None, "lz4", "zstd")
+    with puffin.create(target, created_by=generation) as writer:  # type: ignore[arg-type]
+        for i, payload in enumerate(generation_payloads(generation)):
+            writer.add_blob(payload, type="crash-test", fields=[i], codec=codecs[i % 3])

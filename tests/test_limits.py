@@ -21,9 +21,9 @@ from typing import Any
 import lz4.frame
 import pytest
 import zstandard
-from _hostile import lz4_set_content_size, puffin_file, zstd_set_content_size
 
 import puffin
+from _hostile import lz4_set_content_size, puffin_file, zstd_set_content_size
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -190,7 +190,7 @@ def _lz4_64gib_footer() -> bytes:
 @pytest.mark.parametrize(
     "build", [_lz4_64gib_blob, _zstd_64gib_blob, _lz4_64gib_footer], ids=["lz4", "zstd", "footer"]
 )
-@pytest.mark.parametrize("mode", ["bytes", "path"])
+@pytest.mark.parametrize("mode", ["bytes", "path", "fileobj"])
 def test_frame_claiming_64gib_is_rejected(
     tmp_path: Path, build: Callable[[], bytes], mode: str
 ) -> None:
@@ -211,9 +211,12 @@ def test_edited_frames_claim_what_we_think() -> None:
     assert zstandard.ZstdDecompressor().decompress(restored) == b"x" * 100
 
 
-def test_zstd_64gib_claim_with_cap_raised_stays_small(tmp_path: Path) -> None:
+@pytest.mark.parametrize("build", [_lz4_64gib_blob, _zstd_64gib_blob], ids=["lz4", "zstd"])
+def test_64gib_claim_with_cap_raised_stays_small(
+    tmp_path: Path, build: Callable[[], bytes]
+) -> None:
     # With the cap lifted the claim reaches the decoder, which must still not believe it.
-    result = _measure(tmp_path, _zstd_64gib_blob(), limits={"max_decompressed_size": 1 << 40})
+    result = _measure(tmp_path, build(), limits={"max_decompressed_size": 1 << 40})
     _assert_rejected(result, puffin.CodecError)
 
 
@@ -274,12 +277,10 @@ def test_zstd_claim_under_the_cap_decodes_incrementally(tmp_path: Path) -> None:
     _assert_rejected(result, puffin.CodecError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (codecs.Lz4Codec.decompress): lz4's decompress(max_length=declared + 1) "
-    "allocates the declared content size up front, so a 33-byte frame claiming "
-    "2 GiB - 1 (under the default cap) allocates 2 GiB before failing",
-)
+# Regression tests: lz4's decompress(max_length=n) allocates n bytes up front, so the codec
+# must not pass it the declared size.  A 33-byte frame claiming 2 GiB - 1 (under the default
+# cap) used to allocate 2 GiB, and raise MemoryError under an address-space limit, until
+# codecs.py began to decompress large frames in chunks.
 @pytest.mark.parametrize("where", ["blob", "footer"])
 def test_lz4_claim_under_the_cap_does_not_allocate_it(tmp_path: Path, where: str) -> None:
     if where == "blob":
@@ -294,12 +295,8 @@ def test_lz4_claim_under_the_cap_does_not_allocate_it(tmp_path: Path, where: str
     _assert_rejected(result, puffin.CodecError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (codecs.Lz4Codec.decompress): the up-front allocation raises MemoryError "
-    "(not a PuffinError) when the address space is limited",
-)
 def test_lz4_claim_under_address_space_limit_raises_puffin_error(tmp_path: Path) -> None:
+    # With 1 GiB of address space, an up-front allocation would be a MemoryError.
     frame = lz4_set_content_size(_lz4(b"z" * 16), 0x7FFFFFFF)
     result = _measure(tmp_path, _blob_file(frame, "lz4"), rlimit_as=GiB)
     assert result["outcome"].startswith("CodecError:"), result
@@ -392,11 +389,14 @@ class _CountingFile(io.BytesIO):
 def test_tail_read_size() -> None:
     data = _file([(b"c", None)] * 200)  # a footer of about 15 KiB
     footer = _footer_payload_size(data) + 16
-    for tail, reads in [(64 * 1024, 2), (footer, 2), (footer - 1, 3), (16, 3)]:
+    # A tail read covering the whole file also holds the leading magic; otherwise the magic
+    # costs a read, and a footer longer than the tail one more.
+    cases = [(64 * 1024, 1), (len(data), 1), (footer, 2), (footer - 1, 3), (16, 3)]
+    for tail, reads in cases:
         f = _CountingFile(data)
         with puffin.open(f, limits=puffin.Limits(tail_read_size=tail)) as r:
             assert len(r.blobs) == 200
-        assert f.reads == reads, (tail, f.reads)  # leading magic + tail (+ rest of footer)
+        assert f.reads == reads, (tail, f.reads)
 
 
 @pytest.mark.parametrize(
