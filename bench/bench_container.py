@@ -30,7 +30,7 @@ class CountingFile(io.RawIOBase):
     """A read-only file that counts reads and bytes, as a remote file system would bill."""
 
     def __init__(self, path: str) -> None:
-        self._f = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self._f = open(path, "rb")  # closed in close()
         self.reads = 0
         self.bytes = 0
 

@@ -50,7 +50,7 @@ def test_write_then_read_gives_same_metadata_and_payloads(
         assert reader.blobs == written == writer.blobs
         assert reader.properties == file_props
         assert reader.footer_compressed == compress_footer
-        for spec, meta in zip(blobs, reader.blobs):
+        for spec, meta in zip(blobs, reader.blobs, strict=True):
             assert meta.type == spec["type"]
             assert meta.fields == tuple(spec["fields"])
             assert meta.compression_codec == spec["codec"]

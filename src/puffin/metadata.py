@@ -181,6 +181,10 @@ class FileMetadata:
             ) from None
         except RecursionError:
             raise InvalidFooterError("footer payload JSON is nested too deeply") from None
+        except ValueError as exc:
+            # Python refuses to parse integers of more than 4,300 digits; no valid footer
+            # holds one (every integer is at most 64 bits).
+            raise InvalidFooterError(f"footer payload holds an absurd number: {exc}") from None
         # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
         return cls.from_json_dict(doc, check_text=bool(_SURROGATE_ESCAPE.search(text)))
 

@@ -629,8 +629,11 @@ def _footer_error(message: str, index: int, field: str, location: str) -> Deleti
     return DeletionVectorError(message, blob_index=index, field=field, location=location)
 
 
-def _check_blob_metadata(meta: BlobMetadata, index: int, location: str) -> tuple[str, int]:
-    """The spec's footer rules for a DV blob; returns (referenced data file, cardinality)."""
+def check_blob_metadata(meta: BlobMetadata, index: int, location: str) -> tuple[str, int]:
+    """The spec's footer rules for a DV blob; returns (referenced data file, cardinality).
+
+    Raises :class:`DeletionVectorError` naming the blob ``index``, the field and ``location``.
+    """
     if meta.snapshot_id != -1:
         raise _footer_error(
             f"deletion-vector-v1 blobs must have snapshot-id -1, got {meta.snapshot_id}",
@@ -671,7 +674,8 @@ def _check_blob_metadata(meta: BlobMetadata, index: int, location: str) -> tuple
             PROPERTY_CARDINALITY,
             location,
         )
-    if not _DIGITS.fullmatch(text) or int(text) > _INT64_MAX:
+    # Length first: int() of a very long digit string is slow and then raises ValueError.
+    if len(text) > 19 or not _DIGITS.fullmatch(text) or int(text) > _INT64_MAX:
         raise _footer_error(
             f"cardinality property must be a non-negative integer, got {text!r}",
             index,
@@ -707,7 +711,8 @@ def read_deletion_vectors(
         for index, meta in enumerate(reader.blobs):
             if meta.type != DELETION_VECTOR_V1:
                 continue
-            referenced, cardinality = _check_blob_metadata(meta, index, name)
+            dv = decode_blob(reader.read_raw(meta), meta, index, name)
+            referenced = meta.properties[PROPERTY_REFERENCED_DATA_FILE]  # checked above
             if referenced in out:
                 raise _footer_error(
                     f"two deletion vectors for the same data file {referenced!r}",
@@ -715,13 +720,23 @@ def read_deletion_vectors(
                     PROPERTY_REFERENCED_DATA_FILE,
                     name,
                 )
-            raw = reader.read_raw(meta)
-            try:
-                out[referenced] = DeletionVector.deserialize(
-                    raw,
-                    expected_cardinality=cardinality,
-                    location=f"{name} deletion vector for {referenced!r}",
-                )
-            except DeletionVectorError as exc:
-                raise _shift(exc, meta.offset, index) from None
+            out[referenced] = dv
     return out
+
+
+def decode_blob(data: bytes, meta: BlobMetadata, index: int, location: str) -> DeletionVector:
+    """One DV blob of a Puffin file, with every check :func:`read_deletion_vectors` makes.
+
+    The footer rules come first (:func:`check_blob_metadata`), then the payload with its
+    cardinality; error offsets are file offsets.  For tools that report each bad blob
+    instead of stopping at the first.
+    """
+    referenced, cardinality = check_blob_metadata(meta, index, location)
+    try:
+        return DeletionVector.deserialize(
+            data,
+            expected_cardinality=cardinality,
+            location=f"{location} deletion vector for {referenced!r}",
+        )
+    except DeletionVectorError as exc:
+        raise _shift(exc, meta.offset, index) from None

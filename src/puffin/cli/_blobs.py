@@ -107,16 +107,9 @@ def decode_dv_blob(data: bytes, meta: BlobMetadata, index: int) -> Any:
     cardinality properties) come first, then the payload with the cardinality; error
     offsets are file offsets.
     """
-    from puffin.blobs import deletion_vector as dvmod
-    from puffin.errors import DeletionVectorError
+    from puffin.blobs.deletion_vector import decode_blob
 
-    _, cardinality = dvmod._check_blob_metadata(meta, index, f"blob {index}")
-    try:
-        return dvmod.DeletionVector.deserialize(
-            data, expected_cardinality=cardinality, location=f"blob {index}"
-        )
-    except DeletionVectorError as exc:
-        raise dvmod._shift(exc, meta.offset, index) from None
+    return decode_blob(data, meta, index, f"blob {index}")
 
 
 def check_blob(data: bytes, meta: BlobMetadata, index: int) -> None:
