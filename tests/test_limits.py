@@ -105,6 +105,10 @@ def _measure(
 
 
 def _assert_rejected(result: dict[str, Any], error: type[puffin.PuffinError]) -> None:
+    # The figures docs/reliability.md quotes (shown with pytest -s).
+    print(f"\n{result['outcome'][:60]!r}: peak RSS {result['peak_rss'] / MiB:.1f} MiB "
+          f"(baseline {result['base_rss'] / MiB:.1f} MiB), "
+          f"tracemalloc peak {result['traced_peak'] / 1024:.0f} KiB")
     assert result["outcome"].startswith(error.__name__ + ":"), result
     assert result["peak_rss"] < PEAK_RSS_BUDGET, result
     # Nothing close to the claimed size was even requested from the allocator (zstd's
