@@ -11,6 +11,7 @@ Importing this module is light: pyspark and pyarrow are imported inside the func
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -541,3 +542,571 @@ def _check_lg_k(lg_k: int) -> None:
 
     if isinstance(lg_k, bool) or not isinstance(lg_k, int) or not MIN_LG_K <= lg_k <= MAX_LG_K:
         raise ValueError(f"lg_k must be an integer from {MIN_LG_K} to {MAX_LG_K}, got {lg_k!r}")
+
+
+# -------------------------------------------------------------------------------------------
+# Iceberg tables read by Spark
+# -------------------------------------------------------------------------------------------
+
+#: Spark reads Parquet columns by field id while these are set (restored afterwards).
+_FIELD_ID_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
+
+
+@contextlib.contextmanager
+def _session_conf(spark: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set SQL settings for the jobs run inside, then put the caller's values back."""
+    saved: dict[str, str | None] = {}
+    for key, value in settings.items():
+        saved[key] = spark.conf.get(key, None)
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def _path_key(path: str) -> str:
+    """A comparable form of a file location, as Spark and Iceberg spell it.
+
+    Spark reports ``file:/a/b%20c`` for the Iceberg location ``file:///a/b c`` or ``/a/b c``;
+    both become ``file:/a/b c``.  ``s3a://`` and ``s3n://`` compare equal to ``s3://``.
+    Mirrors :func:`_path_key_column`.
+    """
+    from urllib.parse import unquote
+
+    text = unquote(path)
+    if text.startswith("/"):
+        text = "file:" + text
+    text = re.sub(r"^file:/+", "file:/", text)
+    return re.sub(r"^s3[an]://", "s3://", text)
+
+
+def _path_key_column(col: Any) -> Any:
+    """:func:`_path_key` as a Spark column expression."""
+    from pyspark.sql import functions as F
+
+    text = F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B")))
+    text = F.regexp_replace(text, r"^/", "file:/")
+    text = F.regexp_replace(text, r"^file:/+", "file:/")
+    return F.regexp_replace(text, r"^s3[an]://", "s3://")
+
+
+def _spark_field(field: Any) -> Any:
+    """A Spark ``StructField`` for an Iceberg field, with its id for Parquet matching."""
+    from pyiceberg.types import PrimitiveType, StructType
+    from pyspark.sql import types as T
+
+    ftype = field.field_type
+    if isinstance(ftype, StructType):
+        children = [_spark_field(f) for f in ftype.fields]
+        spark_type: Any = T.StructType([c for c in children if c is not None])
+    elif isinstance(ftype, PrimitiveType):
+        try:
+            spark_type = spark_read_type(ftype)
+        except (TypeError, ValueError, KeyError):
+            return None
+    else:  # lists and maps: not needed for sketches, left out of the read schema
+        return None
+    return T.StructField(field.name, spark_type, True, {"parquet.field.id": field.field_id})
+
+
+def _read_schema(schema: Any, field_ids: set[int] | None = None) -> Any:
+    """The Spark read schema for an Iceberg schema (top-level fields in ``field_ids``)."""
+    from pyspark.sql import types as T
+
+    fields = []
+    for f in schema.fields:
+        if field_ids is not None and f.field_id not in field_ids:
+            continue
+        spark_field = _spark_field(f)
+        if spark_field is not None:
+            fields.append(spark_field)
+    return T.StructType(fields)
+
+
+def _column_ref(schema: Any, path: Sequence[int]) -> Any:
+    """The Spark column for a field reached through structs by field ids ``path``."""
+    from pyspark.sql import functions as F
+
+    struct = schema.as_struct()
+    col: Any = None
+    for fid in path:
+        field = next(f for f in struct.fields if f.field_id == fid)
+        col = F.col(f"`{field.name.replace('`', '``')}`") if col is None else col[field.name]
+        struct = field.field_type
+    return col
+
+
+def _check_parquet(planned: Sequence[Any]) -> None:
+    from pyiceberg.manifest import FileFormat
+
+    from puffin.iceberg import UnsupportedTableError
+
+    for p in planned:
+        if p.data_file.file_format != FileFormat.PARQUET:
+            raise UnsupportedTableError(
+                f"data file {p.path} is {p.data_file.file_format}; Spark reads row "
+                "positions (_metadata.row_index) of Parquet files only"
+            )
+
+
+def _deleted_rows(spark: Any, table: Any, planned: Sequence[Any]) -> Any | None:
+    """(key, pos) of every row the snapshot's deletes remove, or ``None`` if there are none.
+
+    Parquet position-delete files are read by Spark; deletion vectors (Puffin) are read on
+    the driver by their manifest ranges and sent along as a small DataFrame.
+    """
+    import pyarrow as pa
+    from pyiceberg.manifest import FileFormat
+    from pyspark.sql import functions as F
+
+    from puffin.iceberg import UnsupportedTableError
+    from puffin.iceberg._scan import DeleteIndex
+
+    parquet: dict[str, None] = {}
+    puffin_files: dict[str, Any] = {}
+    for p in planned:
+        for d in p.delete_files:
+            if d.file_format == FileFormat.PARQUET:
+                parquet[str(d.file_path)] = None
+            elif d.file_format == FileFormat.PUFFIN:
+                puffin_files.setdefault(str(p.path), []).append(d)
+            else:
+                raise UnsupportedTableError(
+                    f"position delete file {d.file_path} is {d.file_format}; "
+                    "only Parquet and Puffin are read"
+                )
+    frames = []
+    if parquet:
+        deletes = spark.read.schema("file_path string, pos long").parquet(*parquet)
+        frames.append(deletes.select(_path_key_column(F.col("file_path")).alias("k"), "pos"))
+    if puffin_files:
+        index = DeleteIndex(table.io)
+        paths: list[str] = []
+        positions: list[Any] = []
+        for data_path, files in puffin_files.items():
+            found = index.positions(data_path, files)
+            if found is not None and len(found):
+                paths.append(data_path)
+                positions.append(pa.array(found, pa.int64()))
+        if paths:
+            arrow = pa.table(
+                {
+                    "k": pa.array([_path_key(p) for p in paths]),
+                    "pos": pa.array(positions, pa.list_(pa.int64())),
+                }
+            )
+            frames.append(spark.createDataFrame(arrow).select("k", F.explode("pos").alias("pos")))
+    if not frames:
+        return None
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def _table_frame(
+    spark: Any, schema: Any, planned: Sequence[Any], top_ids: set[int] | None, *, rows: bool
+) -> Any:
+    """The planned data files as one DataFrame, columns matched by field id.
+
+    With ``rows``, adds ``_k`` (the file's path key) and ``_pos`` (the row's position).
+    """
+    from pyspark.sql import functions as F
+
+    paths = [p.path for p in planned]
+    df = spark.read.schema(_read_schema(schema, top_ids)).parquet(*paths)
+    if rows:
+        df = df.select(
+            "*",
+            _path_key_column(F.col("_metadata.file_path")).alias("_k"),
+            F.col("_metadata.row_index").alias("_pos"),
+        )
+    return df
+
+
+def _live_rows(
+    spark: Any, table: Any, schema: Any, planned: Sequence[Any], top_ids: set[int]
+) -> Any:
+    """The snapshot's live rows (deletes applied) of the top-level fields ``top_ids``."""
+    deleted = _deleted_rows(spark, table, planned)
+    if deleted is None:
+        return _table_frame(spark, schema, planned, top_ids, rows=False)
+    data = _table_frame(spark, schema, planned, top_ids, rows=True)
+    live = data.join(
+        deleted,
+        (data["_k"] == deleted["k"]) & (data["_pos"] == deleted["pos"]),
+        "left_anti",
+    )
+    return live.drop("_k", "_pos")
+
+
+def compute_table_statistics(
+    spark: Any,
+    table: Any,
+    *,
+    columns: Sequence[str | int] | None = None,
+    snapshot_id: int | None = None,
+    lg_k: int = 12,
+    commit: bool = True,
+    engine: str = "auto",
+) -> Any:
+    """:func:`puffin.iceberg.compute_table_statistics` with Spark reading the data files.
+
+    Plans the snapshot with pyiceberg, reads the chosen columns of its Parquet data files
+    with Spark (matched by field id, so renamed columns read right), removes rows deleted
+    by position-delete files or deletion vectors, sketches each column on the executors
+    (:func:`compute_ndv_sketches`), writes ``<snapshot-id>-<uuid>.stats`` under the table's
+    metadata folder through its FileIO, and (with ``commit``) registers it as the
+    snapshot's statistics file.  The file is the one the single-process job writes for
+    the same snapshot, sketch for sketch.  Returns the pyiceberg ``StatisticsFile``.
+
+    Equality deletes, non-Parquet data files and Parquet files without field ids are not
+    supported (``UnsupportedTableError``, or Spark's error for missing field ids).
+    """
+    from puffin.blobs.theta import ThetaSketch
+    from puffin.iceberg._catalog import resolve_snapshot
+    from puffin.iceberg._scan import plan_files, resolve_columns
+    from puffin.iceberg.statistics import SkippedColumnWarning
+
+    snapshot = resolve_snapshot(table, snapshot_id)
+    schema = _snapshot_schema(table, snapshot.schema_id)
+    scan_columns, notes = resolve_columns(schema, columns, supported=_sketchable)
+    for note in notes:
+        warnings.warn(note, SkippedColumnWarning, stacklevel=2)
+    if not scan_columns:
+        raise ValueError("no column to compute statistics for: " + "; ".join(notes))
+    planned = plan_files(table, snapshot)
+    _check_parquet(planned)
+
+    if planned:
+        top_ids = {c.path[0] for c in scan_columns}
+        with _session_conf(spark, _FIELD_ID_CONF):
+            live = _live_rows(spark, table, schema, planned, top_ids)
+            frame = live.select(
+                *[_column_ref(schema, c.path).alias(f"f{c.field_id}") for c in scan_columns]
+            )
+            by_name = compute_ndv_sketches(
+                frame,
+                [f"f{c.field_id}" for c in scan_columns],
+                iceberg_types={f"f{c.field_id}": str(c.iceberg_type) for c in scan_columns},
+                lg_k=lg_k,
+                engine=engine,
+            )
+        sketches = [by_name[f"f{c.field_id}"] for c in scan_columns]
+    else:
+        sketches = [ThetaSketch() for _ in scan_columns]
+
+    sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
+    return _commit_statistics(
+        table,
+        snapshot.snapshot_id,
+        sequence_number,
+        [(c.field_id, s) for c, s in zip(scan_columns, sketches, strict=True)],
+        commit=commit,
+    )
+
+
+def _sketchable(iceberg_type: Any) -> bool:
+    from puffin.blobs.single_value import parse_type
+
+    try:
+        parse_type(iceberg_type)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _snapshot_schema(table: Any, schema_id: int | None) -> Any:
+    for schema in table.metadata.schemas:
+        if schema_id is not None and schema.schema_id == schema_id:
+            return schema
+    return table.schema()
+
+
+def _commit_statistics(
+    table: Any,
+    snapshot_id: int,
+    sequence_number: int,
+    sketches: Sequence[tuple[int, Any]],
+    *,
+    commit: bool,
+) -> Any:
+    """Write the statistics Puffin file through the table's FileIO; register it if asked."""
+    import uuid
+
+    import puffin
+    from puffin.blobs.theta import add_theta_blob
+    from puffin.iceberg._scan import local_path
+    from puffin.iceberg.statistics import created_by, statistics_file_for
+
+    name = f"{snapshot_id}-{uuid.uuid4()}.stats"
+    location = str(table.location_provider().new_metadata_location(name))
+    local = local_path(location)
+    stream = None
+    if local is not None:
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        target: Any = local
+    else:
+        stream = table.io.new_output(location).create(overwrite=False)
+        target = stream
+    try:
+        with puffin.create(target, created_by=created_by()) as writer:
+            for field_id, sketch in sketches:
+                add_theta_blob(
+                    writer,
+                    sketch,
+                    field_id,
+                    snapshot_id=snapshot_id,
+                    sequence_number=sequence_number,
+                )
+    finally:
+        if stream is not None:
+            stream.close()
+    assert writer.file_size is not None and writer.footer_size is not None
+    stats = statistics_file_for(
+        location,
+        snapshot_id=snapshot_id,
+        file_size=writer.file_size,
+        footer_size=writer.footer_size,
+        blobs=writer.blobs,
+    )
+    if commit:
+        with table.update_statistics() as update:
+            update.set_statistics(stats)
+    return stats
+
+
+# -------------------------------------------------------------------------------------------
+# Deletion vectors
+# -------------------------------------------------------------------------------------------
+
+_DV_SCHEMA = "file_path string, cardinality long, last long, dv binary"
+
+
+def _dv_partition(batches: Any) -> Any:
+    """``mapInArrow``: (file path, position) rows -> one serialized DV per file and partition.
+
+    Rows stream in Arrow batches; each batch's positions are split by file and added to
+    that file's bitmap, so memory follows the compressed bitmaps, not the row count.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from puffin.blobs.deletion_vector import DeletionVector
+
+    vectors: dict[str, Any] = {}
+    largest: dict[str, int] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        paths = batch.column(0)
+        positions = batch.column(1)
+        if paths.null_count or positions.null_count:
+            raise ValueError("file path and position must not be null")
+        encoded = pc.dictionary_encode(paths)
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        pos = positions.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        names = encoded.dictionary.to_pylist()
+        for code, name in enumerate(names):
+            chosen = pos if len(names) == 1 else pos[codes == code]
+            if not len(chosen):
+                continue
+            vector = vectors.get(name)
+            if vector is None:
+                vectors[name] = DeletionVector(chosen)
+            else:
+                vector.update(chosen)
+            largest[name] = max(largest.get(name, 0), int(chosen.max()))
+    if not vectors:
+        return
+    items = list(vectors.items())
+    yield pa.RecordBatch.from_arrays(
+        [
+            pa.array([name for name, _ in items], pa.string()),
+            pa.array([dv.cardinality for _, dv in items], pa.int64()),
+            pa.array([largest[name] for name, _ in items], pa.int64()),
+            pa.array([dv.serialize() for _, dv in items], pa.binary()),
+        ],
+        names=["file_path", "cardinality", "last", "dv"],
+    )
+
+
+def _collect_vectors(rows_df: Any) -> dict[str, tuple[Any, int]]:
+    """Run the DV job; {reported file path: (DeletionVector, largest position)}.
+
+    A file that spans several partitions comes back as several partial vectors, merged
+    here; each payload's CRC and cardinality are checked as it is decoded.
+    """
+    from puffin.blobs.deletion_vector import DeletionVector
+
+    merged: dict[str, tuple[Any, int]] = {}
+    for row in rows_df.mapInArrow(_dv_partition, _DV_SCHEMA).collect():
+        path = row["file_path"]
+        dv = DeletionVector.deserialize(
+            bytes(row["dv"]), expected_cardinality=row["cardinality"], location=path
+        )
+        if path in merged:
+            old, last = merged[path]
+            old.update(dv)
+            merged[path] = (old, max(last, row["last"]))
+        else:
+            merged[path] = (dv, row["last"])
+    return merged
+
+
+def deletion_vectors_for(
+    spark: Any,
+    table: Any,
+    condition: str,
+    *,
+    snapshot_id: int | None = None,
+    merge_existing: bool = True,
+    location: str | None = None,
+) -> list[Any]:
+    """Deletion vectors for the rows of ``table`` matching the Spark SQL ``condition``.
+
+    Spark reads the snapshot's Parquet data files (columns by field id, so the condition
+    uses the table's current names), keeps the matching rows' ``_metadata.file_path`` and
+    ``_metadata.row_index``, and each partition builds and serializes one deletion vector
+    per data file on the executor.  The driver collects those (a few bytes per run of
+    positions), merges the pieces of files split over partitions, adds the positions the
+    snapshot already deletes in those files (``merge_existing``: a v3 table keeps one
+    vector per data file), and writes one Puffin file through the table's FileIO with
+    :func:`puffin.iceberg.write_table_deletion_vectors` (``location``: default a new file
+    in the table's data folder).
+
+    Returns one :class:`puffin.DeletionVectorEntry` per data file with matching rows
+    (``referenced_data_file``, ``content_offset``, ``content_size_in_bytes``,
+    ``record_count``, the Puffin file's ``path`` and ``file_size_in_bytes``), sorted by
+    data file; an empty list, and no file, when no row matches.  Nothing is committed:
+    pyiceberg 0.12 cannot write v3 metadata (see ``deletion_vector_data_files``).
+    """
+    from pyspark.sql import functions as F
+
+    from puffin.iceberg._catalog import resolve_snapshot
+    from puffin.iceberg._scan import DeleteIndex, plan_files
+    from puffin.iceberg.deletes import write_table_deletion_vectors
+
+    if not isinstance(condition, str) or not condition.strip():
+        raise ValueError("condition must be a non-empty Spark SQL expression")
+    snapshot = resolve_snapshot(table, snapshot_id)
+    schema = _snapshot_schema(table, snapshot.schema_id)
+    planned = plan_files(table, snapshot)
+    _check_parquet(planned)
+    if not planned:
+        return []
+    by_key = {_path_key(p.path): p for p in planned}
+    with _session_conf(spark, _FIELD_ID_CONF):
+        data = _table_frame(spark, schema, planned, None, rows=False)
+        matches = data.where(F.expr(condition)).select(
+            F.col("_metadata.file_path"), F.col("_metadata.row_index")
+        )
+        found = _collect_vectors(matches)
+
+    vectors: dict[str, Any] = {}
+    existing = DeleteIndex(table.io) if merge_existing else None
+    for reported, (dv, last) in found.items():
+        target = by_key.get(_path_key(reported))
+        if target is None:
+            raise RuntimeError(f"Spark read {reported!r}, which is not a planned data file")
+        if last >= target.record_count:
+            raise RuntimeError(
+                f"row position {last} is past the {target.record_count} rows of {target.path}"
+            )
+        if existing is not None and target.delete_files:
+            old = existing.positions(target.path, target.delete_files)
+            if old is not None and len(old):
+                dv.update(old)
+        vectors[target.path] = dv
+    if not vectors:
+        return []
+    ordered = dict(sorted(vectors.items()))
+    return list(write_table_deletion_vectors(table, ordered, validate=False, location=location))
+
+
+def position_deletes_to_deletion_vectors(
+    spark: Any,
+    files: Any,
+    *,
+    table: Any = None,
+    location: str | None = None,
+) -> list[Any]:
+    """Turn Iceberg v2 position-delete files into v3 deletion vectors, on Spark.
+
+    ``files`` is a pyiceberg table (its current snapshot's Parquet position-delete files
+    are converted, for its live data files only) or an iterable of position-delete file
+    locations (or pyiceberg ``DataFile`` objects).  Spark reads their ``file_path`` and
+    ``pos`` columns; every data file's positions, from however many delete files, become
+    one deletion vector built on the executors.
+
+    The Puffin file is written with the table's FileIO under its data folder when a table
+    is given (``files`` itself or ``table=``), else to ``location`` (a local path or any
+    URL fsspec can write).  Returns one :class:`puffin.DeletionVectorEntry` per data file,
+    sorted by data file (empty, and no file written, when there is nothing to convert).
+    """
+    from pyiceberg.manifest import FileFormat
+
+    if _is_table(files):
+        if table is not None and table is not files:
+            raise ValueError("give the table once: as files or as table=")
+        table = files
+        from puffin.iceberg._catalog import resolve_snapshot
+        from puffin.iceberg._scan import plan_files
+
+        planned = plan_files(table, resolve_snapshot(table, None))
+        live = {p.path for p in planned}
+        sources: dict[str, None] = {}
+        for p in planned:
+            for d in p.delete_files:
+                if d.file_format == FileFormat.PARQUET:
+                    sources[str(d.file_path)] = None
+        paths = list(sources)
+    else:
+        if isinstance(files, (str, bytes)):
+            raise TypeError("files must be a table or an iterable of locations, not one string")
+        paths = [str(getattr(f, "file_path", f)) for f in files]
+        live = None
+    if table is None and location is None:
+        raise ValueError("give a table or an output location")
+    if not paths:
+        return []
+    rows = spark.read.schema("file_path string, pos long").parquet(*paths)
+    found = _collect_vectors(rows.select("file_path", "pos"))
+    vectors = {path: dv for path, (dv, _) in sorted(found.items()) if live is None or path in live}
+    if not vectors:
+        return []
+    if table is not None:
+        from puffin.iceberg.deletes import write_table_deletion_vectors
+
+        return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
+    assert location is not None
+    return _write_vectors(location, vectors)
+
+
+def _is_table(obj: Any) -> bool:
+    return hasattr(obj, "metadata") and hasattr(obj, "io") and hasattr(obj, "scan")
+
+
+def _write_vectors(location: str, vectors: Mapping[str, Any]) -> list[Any]:
+    """Write DVs to a local path (atomically) or through fsspec."""
+    from puffin.blobs.deletion_vector import write_deletion_vectors
+    from puffin.iceberg._scan import local_path
+    from puffin.iceberg.statistics import created_by
+
+    local = local_path(location)
+    if local is not None:
+        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+        return list(write_deletion_vectors(local, vectors, created_by=created_by()))
+    import dataclasses
+
+    import fsspec
+
+    with fsspec.open(location, "wb") as out:
+        entries = write_deletion_vectors(out, vectors, created_by=created_by())
+    return [dataclasses.replace(e, path=location) for e in entries]
