@@ -56,14 +56,19 @@ def make_table(folder: Path, rows: int, files: int) -> Any:
     return catalog.load_table("bench.stats4")
 
 
-def timed(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    times = []
-    result = None
+def interleaved(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, tuple[float, Any]]:
+    """Median time and last result of each function, run in turns (A, B, C, A, B, C, ...).
+
+    Turns spread the load of other processes on a shared machine over every contender.
+    """
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    results: dict[str, Any] = {}
     for _ in range(runs):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: (statistics.median(times[name]), results[name]) for name in fns}
 
 
 def main() -> int:
@@ -95,15 +100,23 @@ def main() -> int:
         def exact(data: pa.Table) -> dict[str, int]:
             return {name: pc.count_distinct(data.column(name)).as_py() for name in COLUMNS}
 
-        ours()  # warm up imports and caches once for both sides
-        exact(read())
-        t_ours, ndv = timed(ours, args.runs)
-        t_read_exact, counts = timed(lambda: exact(read()), args.runs)
         data = read()
-        t_exact, _ = timed(lambda: exact(data), args.runs)
+        ours()  # warm up imports and caches once for both sides
+        exact(data)
+        timings = interleaved(
+            {
+                "ours": ours,
+                "read_exact": lambda: exact(read()),
+                "exact": lambda: exact(data),
+            },
+            args.runs,
+        )
+        t_ours, ndv = timings["ours"]
+        t_read_exact, counts = timings["read_exact"]
+        t_exact, _ = timings["exact"]
 
     rows = args.rows
-    print(f"\nmedian of {args.runs} runs, {rows:,} rows, columns {', '.join(COLUMNS)}")
+    print(f"\nmedian of {args.runs} interleaved runs, {rows:,} rows, columns {', '.join(COLUMNS)}")
     print(f"{'':44}{'seconds':>9}{'Mrows/s':>9}{'vs ours':>9}")
     lines = [
         ("puffin compute_table_statistics (whole job)", t_ours),

@@ -63,7 +63,7 @@ def created_by() -> str:
     """The ``created-by`` property of the files this library writes."""
     from puffin import __version__
 
-    return f"iceberg-puffin {__version__} (Python)"
+    return f"iceberg-puffin {__version__}"
 
 
 def _sketchable(iceberg_type: Any) -> bool:
