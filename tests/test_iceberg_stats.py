@@ -457,3 +457,14 @@ def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     assert by_field[ids.find_field("low").field_id] == 100
     assert by_field[ids.find_field("raw").field_id] == 100
     _check_column_ndvs(table, stats)
+
+
+def test_progress_drawn_by_the_job(
+    catalog: Catalog, sample: Table, capsys: pytest.CaptureFixture[str]
+) -> None:
+    compute_table_statistics(sample, columns=["id"], commit=False, progress=True)
+    err = capsys.readouterr().err
+    assert "\rstatistics [" in err and "100%" in err and f"file {FILES}/{FILES}" in err
+    assert f"{ROWS // 1000:.1f}k/{ROWS // 1000:.1f}k rows" in err
+    compute_table_statistics(sample, columns=["id"], commit=False)  # stderr is not a tty
+    assert capsys.readouterr().err == ""
