@@ -67,13 +67,15 @@ class VerifyReport:
         }
 
 
-def _size(table: Table, location: str) -> int | None:
-    """The file's size, or ``None`` if it does not exist."""
+def _size(table: Table, location: str) -> int | str:
+    """The file's size, or why it cannot be read ("file does not exist", ...)."""
     try:
         with open_input(table.io, location) as f:
             return int(f.seek(0, 2))
     except FileNotFoundError:
-        return None
+        return "file does not exist"
+    except OSError as exc:
+        return f"cannot read the file: {exc.strerror or exc}"
 
 
 def _blob_view(b: Any) -> tuple[Any, ...]:
@@ -91,8 +93,8 @@ def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport)
         report.problems.append(Problem("statistics", path, message))
 
     size = _size(table, path)
-    if size is None:
-        problem("file does not exist")
+    if isinstance(size, str):
+        problem(size)
         return
     if size != stats.file_size_in_bytes:
         problem(
@@ -123,6 +125,8 @@ def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport)
                     problem(f"blob {i} (field {list(blob.fields)}): {exc}")
     except PuffinError as exc:
         problem(f"not a valid Puffin file: {exc}")
+    except OSError as exc:
+        problem(f"cannot read the file: {exc.strerror or exc}")
     if table.snapshot_by_id(stats.snapshot_id) is None:
         problem(f"snapshot {stats.snapshot_id} no longer exists in the table")
 
@@ -142,10 +146,8 @@ def _check_partition_statistics(
     table: Table, stats: PartitionStatisticsFile, report: VerifyReport
 ) -> None:
     size = _size(table, stats.statistics_path)
-    if size is None:
-        report.problems.append(
-            Problem("partition-statistics", stats.statistics_path, "file does not exist")
-        )
+    if isinstance(size, str):
+        report.problems.append(Problem("partition-statistics", stats.statistics_path, size))
     elif size != stats.file_size_in_bytes:
         report.problems.append(
             Problem(
@@ -179,8 +181,8 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
             report.problems.append(Problem("deletion-vector", _path, message))
 
         size = _size(table, path)
-        if size is None:
-            problem("file does not exist")
+        if isinstance(size, str):
+            problem(size)
             continue
         sizes = {r.file_size_in_bytes for r in file_refs}
         if sizes != {size}:
