@@ -26,10 +26,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "ENGINES",
     "JavaNotFoundError",
     "SparkSetupError",
     "check_java",
+    "compute_ndv_sketches",
+    "compute_table_statistics",
+    "deletion_vectors_for",
+    "iceberg_type_of",
     "local_session",
+    "position_deletes_to_deletion_vectors",
+    "register_cli",
+    "spark_read_type",
 ]
 
 #: Spark 4 runs on Java 17 or newer.
@@ -1110,3 +1118,228 @@ def _write_vectors(location: str, vectors: Mapping[str, Any]) -> list[Any]:
     with fsspec.open(location, "wb") as out:
         entries = write_deletion_vectors(out, vectors, created_by=created_by())
     return [dataclasses.replace(e, path=location) for e in entries]
+
+
+# -------------------------------------------------------------------------------------------
+# Command line: puffin spark stats|dv|migrate-deletes
+# -------------------------------------------------------------------------------------------
+
+_CLI_EPILOG = """\
+examples:
+  puffin spark stats db.events                       sketch every column, commit the file
+  puffin spark stats db.events --columns id,user --no-commit --json
+  puffin spark dv db.events --where "country = 'XX' AND ts < '2024-01-01'"
+  puffin spark migrate-deletes db.events             v2 position deletes -> deletion vectors
+  puffin spark stats prod.db.events --catalog prod --master spark://host:7077
+
+The session is local[*] unless --master (or SPARK_REMOTE, for Spark Connect) says otherwise;
+a local session needs Java 17+.  The catalog is --catalog NAME from pyiceberg's
+configuration, or --warehouse DIR for the embedded SQLite catalog (default: pyiceberg's
+default catalog if configured, else the embedded catalog in $PUFFIN_WAREHOUSE or ./warehouse).
+"""
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``puffin spark ...`` to the ``puffin`` command (the CLI's plugin hook)."""
+    import argparse
+
+    fmt = argparse.RawDescriptionHelpFormatter
+    try:
+        from puffin.cli import common_options
+
+        common = [common_options()]
+    except ImportError:  # pragma: no cover - the CLI is part of the library
+        common = []
+    shared = argparse.ArgumentParser(add_help=False)
+    group = shared.add_argument_group("Spark and catalog")
+    group.add_argument(
+        "--master", default="local[*]", help="Spark master, or sc://host:port (default local[*])"
+    )
+    group.add_argument("--catalog", metavar="NAME", help="catalog from pyiceberg's configuration")
+    group.add_argument("--warehouse", metavar="DIR", help="embedded SQLite catalog in DIR")
+    group.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
+    group.add_argument("--json", action="store_true", help="print the result as JSON")
+    parents = [shared, *common]
+
+    top = subparsers.add_parser(
+        "spark",
+        help="table statistics and deletion vectors computed on Spark (needs the spark extra)",
+        description="Compute an Iceberg table's NDV statistics or deletion vectors on Spark.",
+        epilog=_CLI_EPILOG,
+        formatter_class=fmt,
+    )
+    top.set_defaults(func=lambda args: _cli_help(top))
+    commands = top.add_subparsers(dest="spark_command", metavar="COMMAND")
+
+    stats = commands.add_parser(
+        "stats",
+        help="compute NDV sketches of a snapshot on Spark and commit the statistics file",
+        parents=parents,
+        formatter_class=fmt,
+    )
+    stats.add_argument("table", help="table identifier, e.g. db.events")
+    stats.add_argument("--columns", help="comma-separated columns (default: all primitive)")
+    stats.add_argument("--engine", choices=ENGINES, default="auto", help="sketch engine")
+    stats.add_argument("--no-commit", action="store_true", help="write the file, do not commit")
+    stats.set_defaults(func=_cli_stats)
+
+    dv = commands.add_parser(
+        "dv",
+        help="write deletion vectors for the rows matching a condition",
+        parents=parents,
+        formatter_class=fmt,
+    )
+    dv.add_argument("table", help="table identifier, e.g. db.events")
+    dv.add_argument("--where", required=True, metavar="COND", help="Spark SQL condition")
+    dv.add_argument(
+        "--no-merge",
+        action="store_true",
+        help="leave out positions the snapshot already deletes in those files",
+    )
+    dv.add_argument("--output", metavar="LOCATION", help="Puffin file (default: data folder)")
+    dv.set_defaults(func=_cli_dv)
+
+    migrate = commands.add_parser(
+        "migrate-deletes",
+        help="turn the table's v2 position-delete files into deletion vectors",
+        parents=parents,
+        formatter_class=fmt,
+    )
+    migrate.add_argument("table", help="table identifier, e.g. db.events")
+    migrate.add_argument("--output", metavar="LOCATION", help="Puffin file (default: data folder)")
+    migrate.set_defaults(func=_cli_migrate)
+
+
+def _cli_help(parser: Any) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _cli_input_error(message: str) -> Exception:
+    from puffin.cli import InputError
+
+    return InputError(message)
+
+
+@contextlib.contextmanager
+def _cli_errors() -> Iterator[None]:
+    """Known failures become one-line input errors (exit status 1)."""
+    try:
+        yield
+    except (SparkSetupError, LookupError, NotImplementedError, ValueError) as exc:
+        from puffin.errors import PuffinError
+
+        if isinstance(exc, PuffinError):
+            raise
+        raise _cli_input_error(str(exc).strip().splitlines()[0]) from None
+    except ImportError as exc:
+        raise _cli_input_error(
+            f"{exc}; install the spark extra: pip install 'iceberg-puffin[spark,iceberg]'"
+        ) from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("pyspark.errors"):
+            raise _cli_input_error(str(exc).strip().splitlines()[0]) from None
+        raise
+
+
+def _cli_open(args: Any) -> tuple[Any, Any]:
+    from puffin.iceberg import load_catalog, load_table
+
+    if not (args.master.startswith("sc://") or os.environ.get("SPARK_REMOTE")):
+        check_java()  # before anything else: the one thing a fresh machine may lack
+    catalog = load_catalog(args.catalog, warehouse=args.warehouse)
+    table = load_table(catalog, args.table)
+    spark = local_session(args.master)
+    return spark, table
+
+
+def _cli_stats(args: Any) -> int:
+    import json
+
+    with _cli_errors():
+        spark, table = _cli_open(args)
+        columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            stats = compute_table_statistics(
+                spark,
+                table,
+                columns=columns,
+                snapshot_id=args.snapshot_id,
+                commit=not args.no_commit,
+                engine=args.engine,
+            )
+        for w in caught:
+            if w.category.__name__ == "SkippedColumnWarning":
+                sys.stderr.write(f"puffin spark stats: note: {w.message}\n")
+    if args.json:
+        doc = stats.model_dump(by_alias=True, exclude_none=True)
+        doc["committed"] = not args.no_commit
+        print(json.dumps(doc, indent=2))
+        return 0
+    names = {f.field_id: f.name for f in table.schema().fields}
+    print(f"{'wrote' if args.no_commit else 'committed'} {stats.statistics_path}")
+    print(
+        f"  snapshot {stats.snapshot_id}, {stats.file_size_in_bytes} bytes, "
+        f"footer {stats.file_footer_size_in_bytes} bytes"
+    )
+    for b in stats.blob_metadata:
+        name = names.get(b.fields[0], f"field {b.fields[0]}")
+        print(f"  {name:<20} ndv {(b.properties or {}).get('ndv', '?')}")
+    return 0
+
+
+def _print_entries(args: Any, entries: Sequence[Any]) -> int:
+    import json
+
+    if args.json:
+        doc = {
+            "path": entries[0].path if entries else None,
+            "file_size_in_bytes": entries[0].file_size_in_bytes if entries else None,
+            "deletion_vectors": [
+                {
+                    "referenced_data_file": e.referenced_data_file,
+                    "content_offset": e.content_offset,
+                    "content_size_in_bytes": e.content_size_in_bytes,
+                    "record_count": e.record_count,
+                }
+                for e in entries
+            ],
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    if not entries:
+        print("no rows to delete: nothing written")
+        return 0
+    total = sum(e.record_count for e in entries)
+    print(f"wrote {entries[0].path} ({entries[0].file_size_in_bytes} bytes)")
+    print(f"  {len(entries)} deletion vectors, {total} deleted rows")
+    for e in entries:
+        print(f"  {e.record_count:>10}  {e.referenced_data_file}")
+    return 0
+
+
+def _cli_dv(args: Any) -> int:
+    with _cli_errors():
+        spark, table = _cli_open(args)
+        entries = deletion_vectors_for(
+            spark,
+            table,
+            args.where,
+            snapshot_id=args.snapshot_id,
+            merge_existing=not args.no_merge,
+            location=args.output,
+        )
+    return _print_entries(args, entries)
+
+
+def _cli_migrate(args: Any) -> int:
+    with _cli_errors():
+        spark, table = _cli_open(args)
+        if (
+            args.snapshot_id is not None
+            and args.snapshot_id != table.current_snapshot().snapshot_id
+        ):
+            raise _cli_input_error("migrate-deletes works on the current snapshot only")
+        entries = position_deletes_to_deletion_vectors(spark, table, location=args.output)
+    return _print_entries(args, entries)

@@ -1,0 +1,537 @@
+"""The Spark pipeline on a local[2] session (one JVM for the whole module).
+
+Peers: our single-machine builder (``ThetaSketch.from_values``, itself checked against
+datasketches and mmh3 in test_theta.py), Spark's own datasketches-java functions
+(``theta_sketch_agg``, ``theta_union_agg``, ``theta_sketch_estimate``), pyarrow reading the
+data files for deletion vectors, and pyiceberg's own deletion-vector reader.
+
+Budget: about two minutes on 2 shared cores, most of it the JVM start and Spark's first jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyiceberg")
+
+import puffin
+from puffin import spark as ps
+from puffin.blobs.theta import ThetaSketch
+
+pytestmark = [
+    pytest.mark.spark,
+    # pyspark 4 warns on each Arrow call when pandas >= 3 is installed; we use no pandas.
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas"),
+]
+
+
+# -------------------------------------------------------------------------------------------
+# Java check (no JVM needed)
+# -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "major"),
+    [
+        ('openjdk version "17.0.15" 2025-04-15', 17),
+        ('java version "1.8.0_292"', 8),
+        ('openjdk version "21" 2023-09-19', 21),
+        ('openjdk version "11.0.2" 2019-01-15 LTS', 11),
+        ("no version here", None),
+    ],
+)
+def test_java_version_parsing(text: str, major: int | None) -> None:
+    assert ps._java_major(text) == major
+
+
+def _fake_java(folder: Path, version: str) -> Path:
+    home = folder / f"jdk-{version}"
+    (home / "bin").mkdir(parents=True)
+    exe = home / "bin" / "java"
+    exe.write_text(f"#!/bin/sh\necho 'openjdk version \"{version}\" 2020-01-01' >&2\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return home
+
+
+def test_java_missing_or_old_gives_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(ps.JavaNotFoundError) as missing:
+        ps.check_java()
+    message = str(missing.value)
+    assert "\n" not in message
+    assert "not found" in message and "apt-get install openjdk-17-jre-headless" in message
+
+    monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, "1.8.0_292")))
+    with pytest.raises(ps.JavaNotFoundError, match=r"is Java 8: install Java 17"):
+        ps.check_java()
+    monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, "17.0.2")))
+    assert ps.check_java() == 17
+
+
+def test_cli_without_java_says_so_in_one_line(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path), "JAVA_HOME": str(tmp_path / "nojava")}
+    env.pop("SPARK_REMOTE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "puffin", "spark", "stats", "db.t", "--warehouse", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "Java" in lines[0] and "openjdk-17-jre-headless" in lines[0]
+
+
+# -------------------------------------------------------------------------------------------
+# One Spark session for the module
+# -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    try:
+        ps.check_java()
+    except ps.JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    session = ps.local_session("local[2]", memory="1g", shuffle_partitions=4)
+    yield session
+    session.stop()
+
+
+# Every Iceberg primitive type: (column, Iceberg type).  The Parquet file Spark reads holds
+# each column in the form Spark can read; the reference sketch is built from the column in
+# its natural Arrow form (time64, timestamp[ns], fixed_size_binary(16), ...).
+TYPES = {
+    "b": "boolean",
+    "i": "int",
+    "l": "long",
+    "f": "float",
+    "d": "double",
+    "dec9": "decimal(9,2)",
+    "dec18": "decimal(18,4)",
+    "dec38": "decimal(38,10)",
+    "dt": "date",
+    "tm": "time",
+    "ts": "timestamp",
+    "tz": "timestamptz",
+    "tsn": "timestamp_ns",
+    "tzn": "timestamptz_ns",
+    "s": "string",
+    "u": "uuid",
+    "us": "uuid",
+    "fx": "fixed[5]",
+    "bin": "binary",
+}
+# Columns whose Spark type does not name the Iceberg type.
+OVERRIDES = {k: TYPES[k] for k in ("tm", "tsn", "tzn", "u", "us", "fx")}
+
+
+def _columns(rows: int, distinct: int, seed: int) -> tuple[pa.Table, pa.Table]:
+    """(natural Arrow columns for the reference, Spark-readable columns), same values."""
+    import decimal
+
+    rng = np.random.default_rng(seed)
+    v = rng.integers(0, distinct, rows)
+    nulls = rng.random(rows) < 0.03
+    mixed = (v.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)).view(np.int64)
+    doubles = np.where(v % 17 == 0, -0.0, (v - distinct // 2) / 3.0)
+    doubles[v == 1] = 0.0
+    doubles[v == 2] = np.nan
+    doubles[v == 3] = -np.inf
+    floats = doubles.astype(np.float32)
+    uuids = [uuid.UUID(int=int(x) * 0x1F1F1F1F1F1F1F1F1 + 7) for x in v]
+    natural = {
+        "b": pa.array(v % 2 == 0),
+        "i": pa.array((mixed >> 32).astype(np.int32)),
+        "l": pa.array(mixed),
+        "f": pa.array(floats),
+        "d": pa.array(doubles),
+        "dec9": pa.array(
+            [decimal.Decimal(int(x) - distinct // 2).scaleb(-2) for x in v], pa.decimal128(9, 2)
+        ),
+        "dec18": pa.array(
+            [
+                decimal.Decimal((int(x) - 500_000) * 10**12 + int(x)).scaleb(-4)
+                for x in mixed % 10**6
+            ],
+            pa.decimal128(18, 4),
+        ),
+        "dec38": pa.array(
+            [decimal.Decimal(int(x) * 10**25 - 3).scaleb(-10) for x in v], pa.decimal128(38, 10)
+        ),
+        "dt": pa.array((v % 60000 - 20000).astype(np.int32), pa.date32()),
+        "tm": pa.array(v * 997 % 86_400_000_000, pa.time64("us")),
+        "ts": pa.array(mixed // 4096, pa.timestamp("us")),
+        "tz": pa.array(mixed // 8192, pa.timestamp("us", tz="UTC")),
+        "tsn": pa.array(mixed // 2, pa.timestamp("ns")),
+        "tzn": pa.array(mixed // 3, pa.timestamp("ns", tz="UTC")),
+        "s": pa.array(["" if x == 5 else f"välue-{x}" for x in v]),
+        "u": pa.array([u.bytes for u in uuids], pa.binary(16)),
+        "us": pa.array([str(u) for u in uuids]),
+        "fx": pa.array([int(x).to_bytes(5, "little") for x in v], pa.binary(5)),
+        "bin": pa.array([b"" if x == 9 else int(x).to_bytes(int(x) % 7 + 2, "big") for x in v]),
+    }
+    natural = {k: pa.array(a.to_pylist(), a.type, mask=nulls) for k, a in natural.items()}
+    readable = dict(natural)
+    for name, cast in (("tm", pa.int64()), ("tsn", pa.int64()), ("tzn", pa.int64())):
+        readable[name] = natural[name].cast(cast)
+    for name in ("u", "fx"):
+        readable[name] = natural[name].cast(pa.binary())
+    return pa.table(natural), pa.table(readable)
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[pa.Table, str]]:
+    folder = tmp_path_factory.mktemp("spark-data")
+    out = {}
+    # exact: ~700 distinct values per column; estimation: ~9000 distinct (> k = 4096).
+    for mode, rows, distinct in (("exact", 3000, 700), ("estimation", 20000, 12000)):
+        natural, readable = _columns(rows, distinct, seed=len(mode))
+        path = folder / f"{mode}.parquet"
+        pq.write_table(readable, path, row_group_size=rows // 5)
+        out[mode] = (natural, str(path))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["exact", "estimation"])
+@pytest.mark.parametrize("partitions", [1, 7])
+@pytest.mark.parametrize("engine", ["arrow", "auto"])
+def test_sketches_equal_single_machine(
+    spark: Any, datasets: Any, mode: str, partitions: int, engine: str
+) -> None:
+    natural, path = datasets[mode]
+    df = spark.read.parquet(path)
+    df = df.coalesce(1) if partitions == 1 else df.repartition(partitions)
+    ours = ps.compute_ndv_sketches(df, list(TYPES), iceberg_types=OVERRIDES, engine=engine)
+    assert list(ours) == list(TYPES)
+    for name, iceberg_type in TYPES.items():
+        expected = ThetaSketch.from_values(natural.column(name), iceberg_type)
+        assert expected.is_estimation_mode == (mode == "estimation" and name != "b"), name
+        assert ours[name].serialize() == expected.serialize(), (name, iceberg_type)
+
+
+def test_jvm_engine_covers_what_it_claims(spark: Any, datasets: Any) -> None:
+    natural, path = datasets["exact"]
+    df = spark.read.parquet(path).repartition(3)
+    expressible = [n for n in TYPES if n not in ("f", "dec38", "us")]
+    got = ps.compute_ndv_sketches(
+        df,
+        expressible,
+        iceberg_types={k: v for k, v in OVERRIDES.items() if k in expressible},
+        engine="jvm",
+    )
+    for name in expressible:
+        expected = ThetaSketch.from_values(natural.column(name), TYPES[name])
+        assert got[name].serialize() == expected.serialize(), name
+    for name in ("f", "dec38", "us"):
+        with pytest.raises(ValueError, match="cannot be sketched in the JVM"):
+            ps.compute_ndv_sketches(
+                df,
+                [name],
+                iceberg_types={k: v for k, v in OVERRIDES.items() if k == name},
+                engine="jvm",
+            )
+
+
+def test_empty_and_all_null_columns(spark: Any) -> None:
+    df = spark.createDataFrame([(None, "x")], "a long, s string").where("s = 'y'")
+    for engine in ("arrow", "auto"):
+        got = ps.compute_ndv_sketches(df, ["a", "s"], engine=engine)
+        assert got["a"].is_empty and got["s"].is_empty
+        assert got["a"].serialize() == ThetaSketch().serialize()
+    nulls = spark.createDataFrame([(None,), (None,)], "a int")
+    assert ps.compute_ndv_sketches(nulls, ["a"])["a"].is_empty
+
+
+def test_bad_arguments(spark: Any) -> None:
+    df = spark.createDataFrame([(1, 2.5)], "a long, x double")
+    with pytest.raises(ValueError, match="engine"):
+        ps.compute_ndv_sketches(df, ["a"], engine="gpu")
+    with pytest.raises(ValueError, match="lg_k"):
+        ps.compute_ndv_sketches(df, ["a"], lg_k=40)
+    with pytest.raises(ValueError, match="not sketched"):
+        ps.compute_ndv_sketches(df, ["a"], iceberg_types={"x": "double"})
+    with pytest.raises(TypeError, match="no Iceberg primitive type"):
+        ps.compute_ndv_sketches(spark.createDataFrame([([1],)], "a array<int>"), ["a"])
+
+
+# -------------------------------------------------------------------------------------------
+# Spark's own theta functions read our sketches
+# -------------------------------------------------------------------------------------------
+
+
+def test_spark_theta_functions_accept_our_sketches(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    rng = np.random.default_rng(3)
+    parts = [rng.integers(0, 30000, 8000) for _ in range(4)]  # estimation mode
+    small = [np.arange(i * 10, i * 10 + 50) for i in range(3)]  # exact mode
+    for chunks, iceberg_type in ((parts, "long"), (small, "long"), (parts, "string")):
+        values = [c if iceberg_type == "long" else pa.array([f"k{x}" for x in c]) for c in chunks]
+        ours = [ThetaSketch.from_values(v, iceberg_type) for v in values]
+        union = ThetaSketch.union(*ours)
+        frame = spark.createDataFrame([(bytes(s.serialize()),) for s in ours], "sk binary")
+        each = frame.select(F.theta_sketch_estimate("sk").alias("e")).collect()
+        assert [r.e for r in each] == [round(s.estimate) for s in ours]
+        row = frame.agg(F.theta_union_agg("sk").alias("u")).collect()[0]
+        theirs = bytes(row.u)
+        assert spark.createDataFrame([(theirs,)], "u binary").select(
+            F.theta_sketch_estimate("u")
+        ).collect()[0][0] == round(union.estimate)
+        # Spark's union (compressed, version 4) decodes to exactly our canonical union.
+        assert ThetaSketch.deserialize(theirs) == union
+
+        # Spark's own theta_sketch_agg hashes longs and strings as Iceberg does.
+        flat = np.concatenate(chunks)
+        raw = spark.createDataFrame(
+            pa.table({"v": flat if iceberg_type == "long" else [f"k{x}" for x in flat]})
+        )
+        sk = bytes(raw.agg(F.theta_sketch_agg("v").alias("s")).collect()[0].s)
+        assert ThetaSketch.union(ThetaSketch(), sk) == union
+
+
+# -------------------------------------------------------------------------------------------
+# Iceberg tables
+# -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("spark-warehouse")
+
+
+@pytest.fixture(scope="module")
+def catalog(warehouse: Path) -> Any:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from iceberg_fixtures import make_catalog
+
+    return make_catalog(warehouse)
+
+
+@pytest.fixture(scope="module")
+def base(catalog: Any) -> Any:
+    from puffin.iceberg import create_sample_table
+
+    # Small row groups so a data file spans several Spark partitions in the DV test.
+    return create_sample_table(
+        catalog,
+        "db.base",
+        rows=24000,
+        files=3,
+        properties={"write.parquet.row-group-limit": "1000"},
+    )
+
+
+def _data_paths(table: Any) -> list[str]:
+    return sorted(t.file.file_path for t in table.scan().plan_files())
+
+
+def _local(location: str) -> str:
+    from puffin.iceberg._scan import local_path
+
+    path = local_path(location)
+    assert path is not None
+    return path
+
+
+def _stats_bytes(stats: Any) -> dict[int, bytes]:
+    return {
+        b.field_id: b.sketch.serialize()
+        for b in puffin.read_theta_blobs(_local(stats.statistics_path))
+    }
+
+
+def test_table_statistics_equal_single_process_job(spark: Any, catalog: Any, base: Any) -> None:
+    from puffin.iceberg import compute_table_statistics
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from iceberg_fixtures import commit_deletion_vectors_v3, commit_position_deletes_v2
+
+    paths = _data_paths(base)
+    deleted = {paths[0]: np.arange(0, 8000, 3), paths[2]: np.array([0, 5, 7999])}
+    v2 = commit_position_deletes_v2(catalog, base, deleted, new_identifier="db.stats_v2")
+    v2.update_schema().rename_column("category", "kind").commit()
+    v2 = catalog.load_table("db.stats_v2")
+    v3, _ = commit_deletion_vectors_v3(catalog, base, deleted, new_identifier="db.stats_v3")
+
+    for table, commit in ((base, True), (v2, True), (v3, False)):
+        ours = ps.compute_table_statistics(spark, table, commit=commit)
+        reference = compute_table_statistics(table, commit=False, progress=False)
+        assert _stats_bytes(ours) == _stats_bytes(reference)
+        assert [b.properties for b in ours.blob_metadata] == [
+            b.properties for b in reference.blob_metadata
+        ]
+        with open(_local(ours.statistics_path), "rb") as f:
+            data = f.read()
+        assert ours.file_size_in_bytes == len(data)
+        with puffin.open(data) as reader:
+            assert reader.footer_size == ours.file_footer_size_in_bytes
+            assert {b.snapshot_id for b in reader.blobs} == {table.current_snapshot().snapshot_id}
+        if commit:
+            reloaded = catalog.load_table(".".join(table.name()))
+            registered = [
+                s for s in reloaded.metadata.statistics if s.snapshot_id == ours.snapshot_id
+            ]
+            assert registered == [ours]
+
+    # The id column is unique: its ndv is the live row count (exact below 4096? no: 24000,
+    # so within the sketch's bounds); deleted rows are not counted.
+    sketch = ThetaSketch.deserialize(
+        _stats_bytes(ps.compute_table_statistics(spark, v2, columns=["id"], commit=False))[1]
+    )
+    live = 24000 - sum(len(p) for p in deleted.values())
+    assert sketch.lower_bound(3) <= live <= sketch.upper_bound(3)
+
+
+def _expected_positions(path: str) -> np.ndarray[Any, Any]:
+    data = pq.read_table(_local(path), columns=["category", "user_name"])
+    mask = pc.or_kleene(pc.equal(data["category"], 7), pc.starts_with(data["user_name"], "user-12"))
+    return np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False))
+
+
+def test_deletion_vectors_hold_matching_rows(spark: Any, base: Any) -> None:
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    key = "spark.sql.files.maxPartitionBytes"
+    spark.conf.set(key, str(64 * 1024))  # several partitions per data file
+    try:
+        entries = ps.deletion_vectors_for(spark, base, "category = 7 OR user_name LIKE 'user-12%'")
+    finally:
+        spark.conf.unset(key)
+    paths = _data_paths(base)
+    assert [e.referenced_data_file for e in entries] == paths
+    assert len({e.path for e in entries}) == 1
+    data = Path(_local(entries[0].path)).read_bytes()
+    assert all(e.file_size_in_bytes == len(data) for e in entries)
+    theirs = {
+        dv.referenced_data_file: dv for dv in deletion_vectors_from_puffin_file(PuffinFile(data))
+    }
+    for e in entries:
+        expected = _expected_positions(e.referenced_data_file)
+        assert 0 < len(expected) == e.record_count
+        dv = puffin.read_deletion_vector(
+            data, e.content_offset, e.content_size_in_bytes, record_count=e.record_count
+        )
+        np.testing.assert_array_equal(dv.to_numpy(), expected)
+        got = np.sort(theirs[e.referenced_data_file].to_vector().to_numpy())
+        np.testing.assert_array_equal(got, expected)
+
+    assert ps.deletion_vectors_for(spark, base, "id < 0") == []
+
+
+def test_deletion_vectors_merge_existing_deletes(spark: Any, catalog: Any, base: Any) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from iceberg_fixtures import commit_position_deletes_v2
+
+    paths = _data_paths(base)
+    old = {paths[1]: np.array([1, 2, 3, 4000])}
+    table = commit_position_deletes_v2(catalog, base, old, new_identifier="db.dv_merge")
+    entries = ps.deletion_vectors_for(spark, table, "category = 7")
+    for e in entries:
+        data = pq.read_table(_local(e.referenced_data_file), columns=["category"])
+        expected = np.flatnonzero(pc.equal(data["category"], 7).fill_null(False).to_numpy())
+        if e.referenced_data_file in old:
+            expected = np.union1d(expected, old[e.referenced_data_file])
+        dv = puffin.read_deletion_vector(_local(e.path), e.content_offset, e.content_size_in_bytes)
+        np.testing.assert_array_equal(dv.to_numpy(), expected)
+    plain = ps.deletion_vectors_for(spark, table, "category = 7", merge_existing=False)
+    assert [e.record_count for e in plain][1] == [e.record_count for e in entries][1] - 4
+
+
+def test_position_deletes_become_deletion_vectors(
+    spark: Any, catalog: Any, base: Any, tmp_path: Path
+) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from iceberg_fixtures import commit_position_deletes_v2
+
+    paths = _data_paths(base)
+    first = {paths[0]: np.arange(0, 8000, 2), paths[2]: np.array([3, 9, 7999])}
+    second = {paths[0]: np.array([1, 3, 7001]), "file:///gone/old.parquet": np.array([5])}
+    t1 = commit_position_deletes_v2(catalog, base, first, new_identifier="db.pd1")
+    t2 = commit_position_deletes_v2(catalog, t1, second, new_identifier="db.pd2")
+
+    entries = ps.position_deletes_to_deletion_vectors(spark, t2)
+    expected = {paths[0]: np.union1d(first[paths[0]], second[paths[0]]), paths[2]: first[paths[2]]}
+    assert [e.referenced_data_file for e in entries] == sorted(expected)
+    for e in entries:
+        dv = puffin.read_deletion_vector(_local(e.path), e.content_offset, e.content_size_in_bytes)
+        np.testing.assert_array_equal(dv.to_numpy(), expected[e.referenced_data_file])
+
+    # Plain files to a location: every referenced file is kept, dead ones included.
+    delete_files = sorted(
+        {str(d.file_path) for t in t2.scan().plan_files() for d in t.delete_files}
+    )
+    assert len(delete_files) == 2
+    out = tmp_path / "migrated.puffin"
+    entries = ps.position_deletes_to_deletion_vectors(spark, delete_files, location=str(out))
+    assert [e.referenced_data_file for e in entries] == sorted(
+        [*expected, "file:///gone/old.parquet"]
+    )
+    assert all(e.path == str(out) for e in entries)
+    with puffin.open(str(out)) as reader:
+        assert len(reader.blobs) == 3
+    with pytest.raises(ValueError, match="output location"):
+        ps.position_deletes_to_deletion_vectors(spark, delete_files)
+
+
+# -------------------------------------------------------------------------------------------
+# Command line (the running session is reused)
+# -------------------------------------------------------------------------------------------
+
+
+def test_cli_stats_and_dv(
+    spark: Any, catalog: Any, base: Any, warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from puffin.cli import main
+
+    code = main(["spark", "stats", "db.base", "--warehouse", str(warehouse), "--columns", "id,tag"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "committed" in out and ".stats" in out and "tag" in out
+    table = catalog.load_table("db.base")
+    assert table.metadata.statistics[-1].statistics_path in out
+
+    code = main(
+        [
+            "spark",
+            "dv",
+            "db.base",
+            "--warehouse",
+            str(warehouse),
+            "--where",
+            "category = 3",
+            "--json",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    import json
+
+    doc = json.loads(out)
+    assert len(doc["deletion_vectors"]) == 3
+    total = sum(
+        int(pc.sum(pc.equal(pq.read_table(_local(p), columns=["category"])["category"], 3)).as_py())
+        for p in _data_paths(table)
+    )
+    assert sum(d["record_count"] for d in doc["deletion_vectors"]) == total
