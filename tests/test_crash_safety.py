@@ -131,55 +131,58 @@ def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path: Path) ->
 
     rng = random.Random(20240611)
     outcomes: Counter[str] = Counter()
-    spare = _Writer(target, new)
+    spare = writer = _Writer(target, new)
     killed = trial = 0
-    while killed < MIN_KILLS:
-        trial += 1
-        assert trial <= MAX_TRIALS, outcomes
-        had_previous = trial % 3 != 0
-        if had_previous:
-            target.write_bytes(expected[previous])
-        elif target.exists():
-            target.unlink()
-        writer, spare = spare, _Writer(target, new)  # the next child starts meanwhile
-        writer.wait_ready()
-        if trial % 2:
-            # Kill after a random time: anywhere from before the first byte to after the end.
-            delay = rng.uniform(0, full * 1.2)
-            writer.go()
-            time.sleep(delay)
-        else:
-            # Kill once the temporary file holds a random number of bytes (up to all of
-            # them: then the kill lands in the final flush, fsync or rename).
-            _wait_for_progress(writer, tmp_path, target, rng.randint(0, len(expected[new])))
-        code = writer.kill()
-
-        leftovers = _leftovers(tmp_path, target)
-        if target.exists():
-            data = target.read_bytes()
-            if data == expected[new]:
-                outcome = "new file published"
-                _check_complete(data, new)
+    try:
+        while killed < MIN_KILLS:
+            trial += 1
+            assert trial <= MAX_TRIALS, outcomes
+            had_previous = trial % 3 != 0
+            if had_previous:
+                target.write_bytes(expected[previous])
+            elif target.exists():
+                target.unlink()
+            writer, spare = spare, _Writer(target, new)  # the next child starts meanwhile
+            writer.wait_ready()
+            if trial % 2:
+                # Kill after a random time: anywhere from before the first byte to after the end.
+                delay = rng.uniform(0, full * 1.2)
+                writer.go()
+                time.sleep(delay)
             else:
-                assert had_previous, f"trial {trial}: a file appeared that is not the new one"
-                assert data == expected[previous], f"trial {trial}: target holds partial bytes"
-                _check_complete(data, previous)
-                outcome = "previous file kept"
-        else:
-            assert not had_previous, f"trial {trial}: the previous file vanished"
-            outcome = "target still absent"
-        if code == -signal.SIGKILL:
-            killed += 1
-        else:
-            outcome += " (writer finished first)"
-        # Only the killed write's own temporary file may remain, hidden beside the target.
-        assert len(leftovers) <= 1, leftovers
-        for path in leftovers:
-            assert path.name.startswith(f".{target.name}.") and path.name.endswith(".tmp")
-            outcomes["temporary file left by the kill"] += 1
-            path.unlink()
-        outcomes[outcome] += 1
-    spare.kill()
+                # Kill once the temporary file holds a random number of bytes (up to all of
+                # them: then the kill lands in the final flush, fsync or rename).
+                _wait_for_progress(writer, tmp_path, target, rng.randint(0, len(expected[new])))
+            code = writer.kill()
+
+            leftovers = _leftovers(tmp_path, target)
+            if target.exists():
+                data = target.read_bytes()
+                if data == expected[new]:
+                    outcome = "new file published"
+                    _check_complete(data, new)
+                else:
+                    assert had_previous, f"trial {trial}: a file appeared that is not the new one"
+                    assert data == expected[previous], f"trial {trial}: target holds partial bytes"
+                    _check_complete(data, previous)
+                    outcome = "previous file kept"
+            else:
+                assert not had_previous, f"trial {trial}: the previous file vanished"
+                outcome = "target still absent"
+            if code == -signal.SIGKILL:
+                killed += 1
+            else:
+                outcome += " (writer finished first)"
+            # Only the killed write's own temporary file may remain, hidden beside the target.
+            assert len(leftovers) <= 1, leftovers
+            for path in leftovers:
+                assert path.name.startswith(f".{target.name}.") and path.name.endswith(".tmp")
+                outcomes["temporary file left by the kill"] += 1
+                path.unlink()
+            outcomes[outcome] += 1
+    finally:  # no child outlives a failed assertion
+        spare.kill()
+        writer.kill()
 
     print(json.dumps({"trials": trial, "killed": killed, "write_seconds": round(full, 4),
                       **outcomes}))

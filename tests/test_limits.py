@@ -104,11 +104,15 @@ def _measure(
     return result
 
 
-def _assert_rejected(result: dict[str, Any], error: type[puffin.PuffinError]) -> None:
+def _report(result: dict[str, Any]) -> None:
     # The figures docs/reliability.md quotes (shown with pytest -s).
     print(f"\n{result['outcome'][:60]!r}: peak RSS {result['peak_rss'] / MiB:.1f} MiB "
           f"(baseline {result['base_rss'] / MiB:.1f} MiB), "
           f"tracemalloc peak {result['traced_peak'] / 1024:.0f} KiB")
+
+
+def _assert_rejected(result: dict[str, Any], error: type[puffin.PuffinError]) -> None:
+    _report(result)
     assert result["outcome"].startswith(error.__name__ + ":"), result
     assert result["peak_rss"] < PEAK_RSS_BUDGET, result
     # Nothing close to the claimed size was even requested from the allocator (zstd's
@@ -269,6 +273,7 @@ def test_bomb_that_understates_its_size_stops_early(
     # The frame says 1 MiB but holds 128 MiB: decoding must stop near 1 MiB.
     edit = lz4_set_content_size if codec == "lz4" else zstd_set_content_size
     result = _measure(tmp_path, _blob_file(edit(bombs[codec], MiB), codec))
+    _report(result)
     assert result["outcome"].startswith("CodecError:"), result
     assert result["peak_rss"] < PEAK_RSS_BUDGET, result
     assert result["traced_peak"] < 8 * MiB, result
