@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -96,7 +96,8 @@ def load_catalog(
     lookup = name or config.get_default_catalog_name()
     properties = config.get_catalog_config(lookup)
     if properties is not None:
-        return pyiceberg_load_catalog(lookup, **{k: str(v) for k, v in properties.items()})
+        # Handed over as pyiceberg read them (its own load_catalog merges them the same way).
+        return pyiceberg_load_catalog(lookup, **cast("dict[str, Any]", properties))
     if name is not None and name.lower() != "default":
         known = ", ".join(sorted(config.get_known_catalogs())) or "none"
         raise CatalogNotFoundError(
