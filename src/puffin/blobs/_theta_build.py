@@ -272,6 +272,40 @@ def _hash_variable(
     )
 
 
+_INTEGER_LIKE = frozenset(
+    {"int", "long", "date", "time", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
+)
+_DEDUPE_MIN_ROWS = 4096
+
+
+def dedupe_small_range(part: SerializedValues) -> SerializedValues:
+    """Drop repeated values of an integer-like column slice whose values span a small range.
+
+    Low-cardinality columns (dates above all, also years, codes, small counters) repeat the
+    same values over and over; when a slice's values fit a range of at most half its length,
+    a presence table over that range finds the distinct values in three cheap passes, and
+    only those are hashed.  The distinct set, hence the sketch, is unchanged.
+    """
+    t = part.iceberg_type
+    n = len(part)
+    if t.name not in _INTEGER_LIKE or n < _DEDUPE_MIN_ROWS:
+        return part
+    width = part.width
+    assert width in (4, 8)
+    values = part.data.view(f"<i{width}").reshape(n)
+    if part.valid is not None:
+        values = values[part.valid]
+    if values.shape[0] == 0:
+        return part
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo > values.shape[0] // 2:
+        return part
+    # values - lo fits the slice's dtype: the range is small.
+    counts = np.bincount(values - values.dtype.type(lo), minlength=hi - lo + 1)
+    distinct = (np.flatnonzero(counts) + lo).astype(f"<i{width}")
+    return type(part)(t, distinct.view(np.uint8).reshape(-1, width), None, None)
+
+
 def accumulate(
     tasks: Sequence[Callable[[], SerializedValues]],
     accumulators: list[Accumulator],
@@ -293,7 +327,7 @@ def accumulate(
                 task = jobs.get_nowait()
             except queue.Empty:
                 return
-            part = task()
+            part = dedupe_small_range(task())
             n = len(part)
             for c in range(0, n, CHUNK_ROWS):
                 hashes = hash_rows(part, c, min(n, c + CHUNK_ROWS), worker, shift=False)
