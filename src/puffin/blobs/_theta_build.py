@@ -300,8 +300,7 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
     lo, hi = int(values.min()), int(values.max())
     if hi - lo > values.shape[0] // 2:
         return part
-    # values - lo fits the slice's dtype: the range is small.
-    counts = np.bincount(values - values.dtype.type(lo), minlength=hi - lo + 1)
+    counts = np.bincount(np.subtract(values, lo, dtype=np.intp), minlength=hi - lo + 1)
     distinct = (np.flatnonzero(counts) + lo).astype(f"<i{width}")
     return type(part)(t, distinct.view(np.uint8).reshape(-1, width), None, None)
 

@@ -927,6 +927,39 @@ def _serialize_piece(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
     return _from_python(piece, t)
 
 
+_NAT = np.iinfo(np.int64).min
+_DISTINCT_MIN_ROWS = 4096
+
+
+def distinct_if_small_range(values: NDArray[Any]) -> NDArray[Any] | None:
+    """The distinct values of a 1-D integer/datetime array spanning at most half its length.
+
+    Returns ``None`` (nothing gained) for other arrays, for wider ranges and when NaT is
+    present.  A count table over the range finds them in a few linear passes.
+    """
+    n = values.shape[0] if values.ndim == 1 else 0
+    kind = values.dtype.kind
+    if n < _DISTINCT_MIN_ROWS or kind not in "iuMm" or isinstance(values, np.ma.MaskedArray):
+        return None
+    if kind == "u" and values.dtype.itemsize == 8:
+        return None
+    raw = values.view(np.int64) if kind in "Mm" else values
+    lo = int(raw.min())
+    if kind in "Mm" and lo == _NAT:
+        return None
+    hi = int(raw.max())
+    if hi - lo > n // 2:
+        return None
+    offsets = np.subtract(raw, lo, dtype=np.intp)
+    present = np.flatnonzero(np.bincount(offsets, minlength=hi - lo + 1))
+    return (present + lo).astype(raw.dtype).view(values.dtype)
+
+
+def _serialize_distinct(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
+    reduced = distinct_if_small_range(piece) if t.name != "boolean" else None
+    return _serialize_piece(kind, piece if reduced is None else reduced, t)
+
+
 def _iter_serialized(values: Any, t: IcebergType) -> Iterator[SerializedValues]:
     """Serialize ``values`` piece by piece (one piece per Arrow chunk)."""
     for kind, piece in _pieces(values):
@@ -934,22 +967,25 @@ def _iter_serialized(values: Any, t: IcebergType) -> Iterator[SerializedValues]:
 
 
 def serialize_tasks(
-    values: Any, iceberg_type: str | IcebergType | Any, rows: int
+    values: Any, iceberg_type: str | IcebergType | Any, rows: int, *, distinct: bool = False
 ) -> list[Callable[[], SerializedValues]]:
     """Jobs that each serialize at most ``rows`` values of ``values``, in order.
 
     NumPy and Arrow inputs are sliced without copying and serialized when a job runs, so a
     thread pool can convert and hash slices in parallel while they are still in cache; other
-    inputs are serialized here and their result is sliced.
+    inputs are serialized here and their result is sliced.  With ``distinct=True`` (for
+    sketches, which only see the set of values) a NumPy integer or datetime slice whose values
+    span a small range is first reduced to its distinct values.
     """
     t = parse_type(iceberg_type)
     tasks: list[Callable[[], SerializedValues]] = []
     for kind, piece in _pieces(values):
         lazy = kind == "arrow" or (kind == "numpy" and piece.dtype.kind != "O" and piece.ndim)
         if lazy:
+            serialize = _serialize_distinct if distinct and kind == "numpy" else _serialize_piece
             for s in range(0, len(piece), rows):
                 part = piece.slice(s, rows) if kind == "arrow" else piece[s : s + rows]
-                tasks.append(partial(_serialize_piece, kind, part, t))
+                tasks.append(partial(serialize, kind, part, t))
         else:
             done = _serialize_piece(kind, piece, t)
             n = len(done)

@@ -363,7 +363,8 @@ class ThetaSketchBuilder:
         The update is all or nothing: if a value cannot be serialized the builder is left as
         it was.
         """
-        state = build(serialize_tasks(values, self._type, TASK_ROWS), self._lg_k, self._threads)
+        tasks = serialize_tasks(values, self._type, TASK_ROWS, distinct=True)
+        state = build(tasks, self._lg_k, self._threads)
         self._merge(state)
         return self
 
