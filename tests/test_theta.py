@@ -218,6 +218,32 @@ def test_exact_mode_is_the_set_of_mmh3_hashes(
         ("double", lambda r, n: r.standard_normal(n)),
         ("float", lambda r, n: r.standard_normal(n).astype(np.float32)),
         ("uuid", lambda r, n: r.integers(0, 256, size=(n, 16), dtype=np.uint8)),
+        ("time", lambda r, n: r.integers(0, 86_400_000_000, size=n).astype("timedelta64[us]")),
+        (
+            "timestamp_ns",
+            lambda r, n: pa.array(r.integers(-(2**62), 2**62, size=n), pa.timestamp("ns")),
+        ),
+        (
+            "timestamptz_ns",
+            lambda r, n: r.integers(-(2**62), 2**62, size=n).astype("datetime64[ns]"),
+        ),
+        (
+            "binary",
+            lambda r, n: pa.array(
+                [
+                    bytes(r.integers(0, 256, size=int(r.integers(0, 40)), dtype=np.uint8))
+                    for _ in range(n)
+                ]
+            ),
+        ),
+        ("fixed[3]", lambda r, n: r.integers(0, 256, size=(n, 3), dtype=np.uint8)),
+        ("fixed[12]", lambda r, n: r.integers(0, 256, size=(n, 12), dtype=np.uint8)),
+        (
+            "fixed[21]",
+            lambda r, n: pa.array(
+                [bytes(x) for x in r.integers(0, 256, size=(n, 21), dtype=np.uint8)], pa.binary(21)
+            ),
+        ),
         (
             "decimal(18,3)",
             lambda r, n: pa.array(
