@@ -16,7 +16,7 @@ def test_readme_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert len(blocks) >= 3
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    exec(compile("\n".join(blocks), str(README), "exec"), namespace)  # noqa: S102
+    exec(compile("\n".join(blocks), str(README), "exec"), namespace)
     assert sorted(os.listdir(tmp_path)) == ["deletes.puffin", "example.puffin", "stats.puffin"]
 
 
