@@ -208,8 +208,9 @@ def theta_hash_var(
 ) -> U64:
     """Theta hashes of byte strings ``buf[starts[i] : starts[i] + lengths[i]]``.
 
-    ``buf`` must be a C-contiguous uint8 array with at least 16 zero bytes after the last key
-    (loads read whole 8-byte lanes and mask the excess), and every length must be positive.
+    ``buf`` must be a C-contiguous uint8 array with at least 16 readable bytes after the end
+    of every key (loads read whole 8-byte lanes and mask the excess), and every length must
+    be positive.
     Keys are processed block by block: block *j* of all keys that have one is mixed in a single
     vectorized step, then all tails, then the finalizer, so the Python overhead is per block
     index, not per key.  With ``keep_order=False`` the hashes come back in an unspecified
@@ -221,9 +222,10 @@ def theta_hash_var(
         return np.empty(0, dtype=np.uint64)
     words = _gather_view(buf)
     s = np.uint64(seed)
-    nblocks = lengths >> 4
-    max_blocks = int(nblocks.max())
+    max_length = int(lengths.max())
+    max_blocks = max_length >> 4
     if max_blocks:
+        nblocks = lengths >> 4
         # Longest keys first, so the keys that still have block j form a prefix.
         order = np.argsort(-nblocks, kind="stable")
         starts_o = starts[order]
@@ -233,7 +235,7 @@ def theta_hash_var(
         have = n - np.cumsum(counts)  # have[j] = number of keys with more than j blocks
     else:
         order = None
-        starts_o, lengths_o, nblocks_o = starts, lengths, nblocks
+        starts_o, lengths_o = starts, lengths
     both, h1, h2, tmp2, _, _ = _split(scratch, n)
     tmp = tmp2[:n]
     both.fill(s)
@@ -248,18 +250,19 @@ def theta_hash_var(
     if max_blocks:
         tail = lengths_o & 15
         tpos = starts_o + (nblocks_o << 4)
+        max_tail = int(tail.max())
     else:
-        tail, tpos = lengths_o, starts_o
+        tail, tpos, max_tail = lengths_o, starts_o, max_length
     k1 = words[tpos]
     k1 &= _BYTE_MASKS[np.minimum(tail, 8)]
     _mix_k1(k1, tmp)
     np.bitwise_xor(h1, k1, out=h1)
-    if int(tail.max()) > 8:
+    if max_tail > 8:
         k2 = words[tpos + 8]
         k2 &= _BYTE_MASKS[np.maximum(tail - 8, 0)]
         _mix_k2(k2, tmp)
         np.bitwise_xor(h2, k2, out=h2)
-    result = _finish(both, lengths_o.astype(np.uint64), tmp2, shift)
+    result = _finish(both, lengths_o.view(np.uint64), tmp2, shift)
     if order is not None and keep_order:
         unordered = np.empty_like(result)
         unordered[order] = result

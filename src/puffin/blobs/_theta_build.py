@@ -248,25 +248,28 @@ def _hash_variable(
     if width is not None:  # fixed[L] with L > 16
         data = values.data[start:stop].reshape(-1)
         offsets = np.arange(stop - start + 1, dtype=np.int64) * width
-        first = 0
     else:
         assert values.offsets is not None
         offsets = values.offsets[start : stop + 1].astype(np.int64)
         data = values.data
-        first = int(offsets[0])
-    last = int(offsets[-1])
-    size = last - first
-    buf = worker.byte_buffer(size + 16)[: size + 16]
-    buf[:size] = data[first:last]
-    buf[size:] = 0
-    starts = offsets[:-1] - first
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last + 16 <= data.shape[0]:
+        buf, starts = data, offsets[:-1]  # enough bytes follow: read the column in place
+    else:  # the column's last keys: copy them into a padded buffer
+        size = last - first
+        buf = worker.byte_buffer(size + 16)[: size + 16]
+        buf[:size] = data[first:last]
+        buf[size:] = 0
+        starts = offsets[:-1] - first
     lengths = np.diff(offsets)
-    keep = lengths > 0
-    if valid is not None:
-        keep &= valid
-    if not keep.all():
+    if valid is not None or int(lengths.min()) == 0:  # drop nulls and empty values
+        keep = lengths > 0
+        if valid is not None:
+            keep &= valid
         starts = starts[keep]
         lengths = lengths[keep]
+    if starts.shape[0] == 0:
+        return np.empty(0, dtype=np.uint64)
     return theta_hash_var(
         buf, starts, lengths, keep_order=False, scratch=worker.scratch, shift=shift
     )
