@@ -94,6 +94,7 @@ _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _FLOAT_NAN = struct.pack("<I", 0x7FC00000)
 _DOUBLE_NAN = struct.pack("<Q", 0x7FF8000000000000)
+_NAT = np.iinfo(np.int64).min  # NumPy's NaT as an int64
 
 
 @dataclass(frozen=True)
@@ -438,8 +439,8 @@ def _time_units(
     values: NDArray[Any], unit: str, valid: NDArray[np.bool_] | None, what: str
 ) -> tuple[NDArray[np.int64], NDArray[np.bool_] | None]:
     """datetime64/timedelta64 values as int64 counts of ``unit``; NaT becomes null."""
-    nat = np.isnat(values)
-    if nat.any():
+    if values.size and int(values.view(np.int64).min()) == _NAT:  # NaT is the smallest int64
+        nat = np.isnat(values)
         valid = ~nat if valid is None else valid & ~nat
     src = values.dtype
     kind = "datetime64" if src.kind == "M" else "timedelta64"
@@ -927,7 +928,6 @@ def _serialize_piece(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
     return _from_python(piece, t)
 
 
-_NAT = np.iinfo(np.int64).min
 _DISTINCT_MIN_ROWS = 4096
 
 
