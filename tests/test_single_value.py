@@ -407,3 +407,22 @@ def test_sliced_arrow_arrays() -> None:
         b"\x00",
         b"\x01",
     ]
+
+
+def test_pandas_inputs() -> None:
+    pd = pytest.importorskip("pandas")
+    assert serialize_values(pd.Series(["a", None, "b", float("nan")]), "string").to_pylist() == [
+        b"a",
+        None,
+        b"b",
+        None,
+    ]
+    ints = pd.Series([1, None, 3], dtype="Int64")
+    expected = [serialize_value(1, "long"), None, serialize_value(3, "long")]
+    assert serialize_values(ints, "long").to_pylist() == expected
+    assert serialize_values(ints.array, "long").to_pylist() == expected
+    stamps = pd.Series(pd.to_datetime(["2020-01-01", None]))
+    assert serialize_values(stamps, "timestamp").to_pylist() == [
+        serialize_value(dt.datetime(2020, 1, 1), "timestamp"),
+        None,
+    ]

@@ -695,7 +695,7 @@ def _from_python(values: Iterable[Any], t: IcebergType) -> SerializedValues:
         if pa is not None:
             typ = pa.large_string() if name in ("string", "uuid") else pa.large_binary()
             try:
-                arr = pa.array(items, type=typ)
+                arr = pa.array(items, type=typ, from_pandas=True)  # NaN = null (pandas)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
                 arr = None
             if arr is not None:
@@ -904,6 +904,11 @@ def _pieces(values: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(values, np.ndarray):
         yield "numpy", values
         return
+    if hasattr(values, "__arrow_array__"):  # pandas extension arrays and Series of them
+        pa = _pyarrow()
+        if pa is not None:
+            yield "arrow", pa.array(values)
+            return
     if hasattr(values, "__arrow_c_array__") or hasattr(values, "__arrow_c_stream__"):
         pa = _pyarrow()
         if pa is not None:
