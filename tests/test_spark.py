@@ -243,6 +243,14 @@ def test_jvm_engine_covers_what_it_claims(spark: Any, datasets: Any) -> None:
     for name in expressible:
         expected = ThetaSketch.from_values(natural.column(name), TYPES[name])
         assert got[name].serialize() == expected.serialize(), name
+    # A collated string is still hashed as its UTF-8 bytes, not its collation key.
+    from pyspark.sql import functions as F
+
+    collated = df.select(F.collate("s", "UNICODE_CI").alias("s"))
+    got = ps.compute_ndv_sketches(collated, ["s"], engine="jvm")
+    assert (
+        got["s"].serialize() == ThetaSketch.from_values(natural.column("s"), "string").serialize()
+    )
     for name in ("f", "dec38", "us"):
         with pytest.raises(ValueError, match="cannot be sketched in the JVM"):
             ps.compute_ndv_sketches(

@@ -343,10 +343,11 @@ def _arrow_sketches(df: Any, types: list[str], lg_k: int) -> list[Any]:
 
 
 # Spark 4.1+ ships datasketches-java behind ``theta_sketch_agg``.  It hashes a BIGINT as its
-# 8 little-endian bytes, a STRING as its UTF-8 bytes, a BINARY as itself and an ARRAY<INT>
-# of one element as that int's 4 little-endian bytes: exactly Iceberg's single-value bytes
-# when the column is first rewritten into one of those forms.  A DOUBLE is hashed as its
-# bits too, except that datasketches folds -0.0 into 0.0, so zeros are tracked beside it.
+# 8 little-endian bytes, a STRING (default collation) as its UTF-8 bytes, a BINARY as itself
+# and an ARRAY<INT> of one element as that int's 4 little-endian bytes: exactly Iceberg's
+# single-value bytes once the column is rewritten into one of those forms.  A DOUBLE is
+# hashed as its bits too, except that datasketches folds -0.0 into 0.0, so zeros are tracked
+# beside it.
 
 
 def _jvm_available(spark: Any) -> bool:
@@ -355,18 +356,22 @@ def _jvm_available(spark: Any) -> bool:
 
 
 def _decimal_bytes(col: Any, precision: int, scale: int) -> Any:
-    """Minimal two's-complement big-endian bytes of the unscaled value (precision <= 18)."""
+    """Minimal two's-complement big-endian bytes of the unscaled value (precision <= 18).
+
+    The unscaled value's 8 bytes as 16 hex digits lose their leading ``00`` bytes (while
+    the next byte is below 0x80) or ``FF`` bytes (while the next is 0x80 or more), at
+    least one byte kept: Java's ``BigInteger.toByteArray``.
+    """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     factor = F.lit(10**scale).cast(T.DecimalType(min(38, scale + 1), 0))
     unscaled = (col * factor).cast(T.LongType())
-    width = F.lit(8)
-    for n in range(7, 0, -1):
-        bound = 1 << (8 * n - 1)
-        width = F.when((unscaled >= -bound) & (unscaled < bound), F.lit(n)).otherwise(width)
     hex16 = F.lpad(F.hex(unscaled), 16, "0")
-    return F.unhex(F.substring(hex16, F.lit(17) - 2 * width, 2 * width))
+    return F.unhex(F.regexp_replace(hex16, _REDUNDANT_SIGN_BYTES, ""))
+
+
+_REDUNDANT_SIGN_BYTES = r"^(?:(?:00)*(?=[0-7])|(?:FF)*(?=[89A-F]))"
 
 
 def _jvm_expression(col: Any, spark_type: Any, iceberg: Any) -> Any | None:
@@ -403,8 +408,12 @@ def _jvm_expression(col: Any, spark_type: Any, iceberg: Any) -> Any | None:
         ):
             return _decimal_bytes(col, iceberg.precision, iceberg.scale)
         return None
-    if name == "string" and isinstance(spark_type, (T.StringType, T.CharType, T.VarcharType)):
-        return col.cast(T.BinaryType())  # UTF-8 bytes
+    if name == "string" and isinstance(spark_type, T.StringType):
+        if getattr(spark_type, "collation", "UTF8_BINARY") == "UTF8_BINARY":
+            return col  # hashed as its UTF-8 bytes
+        return col.cast(T.BinaryType())  # a collated string: its UTF-8 bytes, not a sort key
+    if name == "string" and isinstance(spark_type, (T.CharType, T.VarcharType)):
+        return col.cast(T.BinaryType())
     if name in ("uuid", "fixed") and isinstance(spark_type, T.BinaryType):
         width = 16 if name == "uuid" else iceberg.length
         # A value of the wrong width is an error in Iceberg; surface it like the Arrow path.
@@ -485,7 +494,7 @@ def compute_ndv_sketches(
     * ``"arrow"``: each partition streams its rows as Arrow batches (``mapInArrow``) into
       our vectorized builder; works on every Spark 4.
     * ``"jvm"``: Spark SQL rewrites each value into Iceberg's single-value bytes (as a
-      BIGINT, BINARY or one-int ARRAY, which datasketches-java hashes byte for byte as
+      BIGINT, STRING, BINARY or one-int ARRAY, which datasketches-java hashes byte for byte as
       Iceberg does) and Spark's own ``theta_sketch_agg`` (Spark 4.1+) builds the
       partition sketches without leaving the JVM; our union makes the result canonical.
       Float columns, decimals over 18 digits and UUIDs given as text are not expressible
