@@ -543,3 +543,86 @@ def test_cli_stats_and_dv(
         for p in _data_paths(table)
     )
     assert sum(d["record_count"] for d in doc["deletion_vectors"]) == total
+
+
+# -------------------------------------------------------------------------------------------
+# Spark Connect: the same calls through a remote session (its own JVM, in a subprocess)
+# -------------------------------------------------------------------------------------------
+
+_CONNECT_SCRIPT = """
+import json, os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+import numpy as np, pyarrow as pa
+from pyspark.sql import SparkSession
+from puffin import spark as ps
+from puffin.blobs.theta import ThetaSketch
+from puffin.iceberg import compute_table_statistics, create_sample_table, local_catalog
+import puffin
+
+spark = SparkSession.builder.remote("local[2]").getOrCreate()
+assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+out = {}
+rng = np.random.default_rng(5)
+v = rng.integers(0, 9000, 20000)
+df = spark.createDataFrame(
+    pa.table({"l": v, "i": v.astype(np.int32), "s": [f"k{x}" for x in v]})
+).repartition(3)
+for engine in ("arrow", "auto"):
+    got = ps.compute_ndv_sketches(df, ["l", "i", "s"], engine=engine)
+    out[engine] = [
+        got["l"] == ThetaSketch.from_values(v, "long"),
+        got["i"] == ThetaSketch.from_values(v.astype(np.int32), "int"),
+        got["s"] == ThetaSketch.from_values(pa.array([f"k{x}" for x in v]), "string"),
+    ]
+catalog = local_catalog(sys.argv[1])
+table = create_sample_table(catalog, "db.c", rows=30000, files=2)
+ours = ps.compute_table_statistics(spark, table, commit=False)
+ref = compute_table_statistics(table, commit=False, progress=False)
+local = lambda p: p.replace("file://", "")
+read = lambda s: [b.sketch.serialize() for b in puffin.read_theta_blobs(local(s.statistics_path))]
+out["stats"] = read(ours) == read(ref)
+entries = ps.deletion_vectors_for(spark, table, "category = 3")
+out["dv"] = [e.record_count for e in entries]
+import pyarrow.compute as pc, pyarrow.parquet as pq
+out["dv_ok"] = all(
+    np.array_equal(
+        puffin.read_deletion_vector(
+            local(e.path), e.content_offset, e.content_size_in_bytes
+        ).to_numpy(),
+        np.flatnonzero(pc.equal(pq.read_table(local(e.referenced_data_file))["category"], 3)
+                       .fill_null(False).to_numpy()),
+    )
+    for e in entries
+)
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_spark_connect_session(tmp_path: Path) -> None:
+    pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect] (grpcio)")
+    try:
+        ps.check_java()
+    except ps.JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    script = tmp_path / "connect.py"
+    script.write_text(_CONNECT_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "wh")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "SPARK_REMOTE": ""},
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    import json
+
+    result = json.loads(lines[-1][len("RESULT ") :])
+    assert result["arrow"] == [True, True, True]
+    assert result["auto"] == [True, True, True]
+    assert result["stats"] is True
+    # category is uniform over 0..199: each of the 2 files has matches.
+    assert len(result["dv"]) == 2 and all(n > 0 for n in result["dv"])
+    assert result["dv_ok"] is True  # positions equal pyarrow's evaluation of the condition
