@@ -158,8 +158,14 @@ class FileMetadata:
 
         Raises :class:`~puffin.InvalidFooterError` naming the blob and field at fault.
         """
+        raw_surrogates = False
         if isinstance(payload, str):
             text = payload
+            # Text handed in directly may hold raw surrogates; decoded UTF-8 cannot.
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raw_surrogates = True
         else:
             try:
                 text = bytes(payload).decode("utf-8")
@@ -186,7 +192,9 @@ class FileMetadata:
             # holds one (every integer is at most 64 bits).
             raise InvalidFooterError(f"footer payload holds an absurd number: {exc}") from None
         # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
-        return cls.from_json_dict(doc, check_text=bool(_SURROGATE_ESCAPE.search(text)))
+        return cls.from_json_dict(
+            doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
+        )
 
     @classmethod
     def from_json_dict(cls, doc: object, *, check_text: bool = True) -> FileMetadata:

@@ -59,6 +59,8 @@ class PuffinReader:
         limits: Limits | None = None,
     ) -> None:
         self.limits = limits if limits is not None else DEFAULT_LIMITS
+        self._by_identity: dict[int, int] | None = None
+        self._by_value: dict[BlobMetadata, list[int]] | None = None
         self._source: RandomAccessSource | None = open_source(source, file_size=file_size)
         try:
             self.file_size = self._source.size
@@ -224,13 +226,21 @@ class PuffinReader:
             index = blob % len(blobs)
             return index, blobs[index]
         if isinstance(blob, BlobMetadata):
-            for i, candidate in enumerate(blobs):
-                if candidate is blob:
-                    return i, candidate
-            for i, candidate in enumerate(blobs):
-                if candidate == blob:
-                    return i, candidate
-            raise ValueError(f"blob {blob!r} is not in this file")
+            # Dictionaries, not scans: `for b in reader.blobs: reader.read_blob(b)` must stay
+            # linear for footers of many thousands of blobs.
+            if self._by_identity is None:
+                self._by_identity = {id(b): i for i, b in enumerate(blobs)}
+            index = self._by_identity.get(id(blob))
+            if index is None:
+                if self._by_value is None:
+                    self._by_value = {}
+                    for i, b in enumerate(blobs):
+                        self._by_value.setdefault(b, []).append(i)
+                # BlobMetadata hashes without its properties; compare those too.
+                index = next((i for i in self._by_value.get(blob, ()) if blobs[i] == blob), None)
+            if index is None:
+                raise ValueError(f"blob {blob!r} is not in this file")
+            return index, blobs[index]
         raise TypeError(f"blob must be a BlobMetadata or an int index, got {type(blob).__name__}")
 
     def read_raw(self, blob: BlobMetadata | int) -> bytes:
