@@ -230,17 +230,17 @@ class PuffinReader:
             # linear for footers of many thousands of blobs.
             if self._by_identity is None:
                 self._by_identity = {id(b): i for i, b in enumerate(blobs)}
-            index = self._by_identity.get(id(blob))
-            if index is None:
+            found = self._by_identity.get(id(blob))
+            if found is None:
                 if self._by_value is None:
                     self._by_value = {}
                     for i, b in enumerate(blobs):
                         self._by_value.setdefault(b, []).append(i)
                 # BlobMetadata hashes without its properties; compare those too.
-                index = next((i for i in self._by_value.get(blob, ()) if blobs[i] == blob), None)
-            if index is None:
+                found = next((i for i in self._by_value.get(blob, ()) if blobs[i] == blob), None)
+            if found is None:
                 raise ValueError(f"blob {blob!r} is not in this file")
-            return index, blobs[index]
+            return found, blobs[found]
         raise TypeError(f"blob must be a BlobMetadata or an int index, got {type(blob).__name__}")
 
     def read_raw(self, blob: BlobMetadata | int) -> bytes:
