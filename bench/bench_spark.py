@@ -8,6 +8,8 @@ Compares, in one Spark session over the same Parquet data:
 * our ``compute_ndv_sketches`` with each engine: ``jvm`` (Iceberg bytes rewritten in Spark
   SQL, hashed by Spark's datasketches, canonicalized by our union), ``arrow`` (our vectorized
   builder on Arrow batches in the Python workers) and ``auto`` (the default),
+* a ``mapInArrow`` that only counts rows: the cost of moving the columns to Python, which
+  bounds the ``arrow`` engine from below,
 
 interleaving the contenders within each round so drifting machine load hits all alike, and
 reports medians.  The data is generated once with Spark into ``bench/results/spark-20m``
@@ -74,6 +76,16 @@ def main() -> int:
     def ours(engine: str) -> Callable[[], list[int]]:
         return lambda: [s.ndv for s in ps.compute_ndv_sketches(df, COLUMNS, engine=engine).values()]
 
+    def noop_arrow() -> list[int]:
+        # The floor of the arrow engine: Spark's rows -> Arrow batches -> Python worker, no work.
+        def count(batches: Any) -> Any:
+            import pyarrow as pa
+
+            n = sum(b.num_rows for b in batches)
+            yield pa.record_batch({"n": pa.array([n], pa.int64())})
+
+        return [sum(r.n for r in df.select(*COLUMNS).mapInArrow(count, "n long").collect())]
+
     contenders: dict[str, Callable[[], Any]] = {
         "approx_count_distinct": lambda: list(
             df.agg(*[F.approx_count_distinct(c) for c in COLUMNS]).collect()[0]
@@ -84,6 +96,7 @@ def main() -> int:
         "puffin engine=jvm": ours("jvm"),
         "puffin engine=arrow": ours("arrow"),
         "puffin engine=auto": ours("auto"),
+        "mapInArrow no-op": noop_arrow,
     }
     times: dict[str, list[float]] = {name: [] for name in contenders}
     results: dict[str, Any] = {}

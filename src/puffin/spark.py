@@ -425,23 +425,19 @@ def _jvm_expression(col: Any, spark_type: Any, iceberg: Any) -> Any | None:
     return None
 
 
-def _zero_flags(col: Any) -> list[Any]:
-    """Aggregates telling whether a double column holds +0.0 and -0.0."""
+def _zero_flags(col: Any) -> Any:
+    """One aggregate: bit 1 set if a double column holds +0.0, bit 2 if it holds -0.0."""
     from pyspark.sql import functions as F
 
-    text = col.cast("string")
-    is_zero = col == 0.0
-    return [
-        F.max(F.when(is_zero, text != "-0.0")),
-        F.max(F.when(is_zero, text == "-0.0")),
-    ]
+    sign = F.when(col.cast("string") == "-0.0", F.lit(2)).otherwise(F.lit(1))
+    return F.bit_or(F.when(col == 0.0, sign))
 
 
 def _jvm_sketches(df: Any, exprs: list[tuple[Any, Any | None]], lg_k: int) -> list[Any]:
     """Run ``theta_sketch_agg`` over rewritten columns and canonicalize with our union.
 
     ``exprs`` holds (rewritten column, the double column itself or ``None``): for doubles
-    two more aggregates say whether +0.0 and -0.0 occur, and their hashes are added here.
+    one more aggregate says whether +0.0 and -0.0 occur, and their hashes are added here.
     """
     import numpy as np
     from pyspark.sql import functions as F
@@ -452,8 +448,7 @@ def _jvm_sketches(df: Any, exprs: list[tuple[Any, Any | None]], lg_k: int) -> li
     for i, (expr, double) in enumerate(exprs):
         aggs.append(F.theta_sketch_agg(expr, lg_k).alias(f"s{i}"))
         if double is not None:
-            plus, minus = _zero_flags(double)
-            aggs += [plus.alias(f"p{i}"), minus.alias(f"m{i}")]
+            aggs.append(_zero_flags(double).alias(f"z{i}"))
     row = df.agg(*aggs).collect()[0]
     out = []
     for i, (_, double) in enumerate(exprs):
@@ -461,7 +456,8 @@ def _jvm_sketches(df: Any, exprs: list[tuple[Any, Any | None]], lg_k: int) -> li
         if row[f"s{i}"] is not None:
             parts.append(ThetaSketch.deserialize(bytes(row[f"s{i}"])))
         if double is not None:
-            zeros = [z for z, seen in ((0.0, row[f"p{i}"]), (-0.0, row[f"m{i}"])) if seen]
+            bits = row[f"z{i}"] or 0
+            zeros = [z for z, bit in ((0.0, 1), (-0.0, 2)) if bits & bit]
             if zeros:
                 parts.append(ThetaSketch.from_values(np.array(zeros), "double", lg_k=lg_k))
         out.append(ThetaSketch.union(ThetaSketch(), *parts, lg_k=lg_k))
