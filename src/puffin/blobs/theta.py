@@ -248,7 +248,8 @@ class ThetaSketch:
             return bytes([1, 3, _FAMILY_COMPACT, 0, 0, 0x1E, 0, 0])
         flags = _FLAG_READ_ONLY | _FLAG_COMPACT | _FLAG_ORDERED
         if n == 1 and not estimating:
-            head = struct.pack("<BBBBBBH", 1, 3, _FAMILY_COMPACT, 0, 0, flags | 0x20, SEED_HASH)
+            flags |= _FLAG_SINGLE_ITEM
+            head = struct.pack("<BBBBBBH", 1, 3, _FAMILY_COMPACT, 0, 0, flags, SEED_HASH)
             return head + self._hashes.astype("<u8").tobytes()
         pre_longs = 3 if estimating else 2
         head = struct.pack("<BBBBBBHI", pre_longs, 3, _FAMILY_COMPACT, 0, 0, flags, SEED_HASH, n)
