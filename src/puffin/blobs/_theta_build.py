@@ -12,8 +12,11 @@ that freedom:
   repeats cheaply while the sketch is still exact;
 - kept candidates are buffered and reduced to the ``k`` smallest distinct with
   ``np.partition`` only when the buffer grows past a limit, lowering theta;
-- row ranges are spread over a thread pool (NumPy releases the GIL), each worker with its own
-  accumulator; the per-worker results are merged exactly like a union.
+- the column is cut into slices of :data:`TASK_ROWS` rows that a thread pool serializes and
+  hashes (NumPy releases the GIL), each worker with its own accumulator; the per-worker
+  results are merged exactly like a union;
+- integer-like slices whose values span a small range (dates, years, codes) are first reduced
+  to their distinct values, so repeats are never hashed.
 """
 
 from __future__ import annotations
