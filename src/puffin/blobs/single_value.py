@@ -455,9 +455,8 @@ def _time_units(
     if unit == "D":
         # The day an instant falls on (UTC), as NumPy floors datetimes to days.
         return safe.astype(target).view(np.int64), valid
-    with np.errstate(over="raise"):
-        converted = safe.astype(target)
-    back = converted.astype(src)
+    converted = safe.astype(target)
+    back = converted.astype(src)  # a lost fraction or a wrapped value does not come back
     if np.any(back != safe):
         raise ValueError(
             f"{what} holds {unit} units: converting {src_unit} values would lose precision"
