@@ -311,7 +311,7 @@ def _sketch_partition(types: list[str], lg_k: int) -> Any:
                 return
             table = pa.Table.from_batches(pending)
             for i, builder in enumerate(builders):
-                builder.update(table.column(i))
+                builder.update(table.column(i).combine_chunks())
             pending, rows = [], 0
 
         for batch in batches:
