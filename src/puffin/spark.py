@@ -138,6 +138,16 @@ def _log4j2_file() -> str:
 def _quiet_python_warnings() -> None:
     # pyspark warns on every pandas-using call when pandas >= 3; we do not use pandas.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    # pyspark also logs every analysis error as a JSON record with the JVM stack trace on
+    # stderr before raising it; the exception itself carries the message.
+    try:
+        import logging
+
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pragma: no cover - pyspark < 4
+        return
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def local_session(
