@@ -164,9 +164,9 @@ def local_session(
     ``master`` is ``local[N]``, ``local[*]``, a cluster URL, or ``sc://host:port`` for Spark
     Connect (no local Java needed then; ``SPARK_REMOTE`` works too).  A new local session
     gets ``memory`` for the driver, no web UI, ``shuffle_partitions`` (default: twice the
-    cores), Arrow enabled, UTC session time, the executors' Python set to this one, and
-    (with ``quiet``) only error-level logs.  ``conf`` adds or overrides settings.  If a
-    session is already running in this process it is returned as it is.
+    cores), Arrow enabled, UTC session time, (for ``local`` masters) the executors' Python
+    set to this one, and (with ``quiet``) only error-level logs.  ``conf`` adds or overrides
+    settings.  If a session is already running in this process it is returned as it is.
 
     Raises :class:`JavaNotFoundError` when a local JVM is needed and Java is missing or old.
     """
@@ -185,7 +185,9 @@ def local_session(
     if active is not None:
         return active
     check_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = master.strip().startswith("local")
+    if local:  # the executors are processes of this machine: use this Python
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     cores = _cores(master)
     settings: dict[str, str] = {
         "spark.driver.memory": memory,
@@ -195,8 +197,9 @@ def local_session(
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "puffin-spark-warehouse"),
-        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
     }
+    if local:
+        settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     if quiet:
         settings["spark.driver.extraJavaOptions"] = (
             f"-Dlog4j2.configurationFile=file:{_log4j2_file()}"
