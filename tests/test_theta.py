@@ -55,12 +55,22 @@ def expected_sketch(keys: list[bytes], k: int = K) -> tuple[list[int], int]:
 
 
 def ds_canonical(values: list[object], lg_k: int = 12) -> ds.compact_theta_sketch:
-    """datasketches fed the same values, trimmed to k entries (what a union returns)."""
+    """datasketches fed the same values, trimmed to k entries (what a union returns).
+
+    Untrimmed, an update sketch in estimation mode keeps every hash below its own theta,
+    between k and 15/16 * 2k of them; trimming keeps the k smallest and sets theta to the
+    (k+1)-th, which is what Java's Spark action writes (it merges through a Union).
+    """
     sketch = ds.update_theta_sketch(lg_k)
     for v in values:
         sketch.update(v)
+    raw = sorted(sketch)
+    k = 1 << lg_k
     sketch.trim()
-    return sketch.compact()
+    trimmed = sketch.compact()
+    assert sorted(trimmed) == raw[:k]
+    assert trimmed.theta64 == (raw[k] if len(raw) > k else sketch.theta64)
+    return trimmed
 
 
 def assert_same_as_ds(ours: ThetaSketch, theirs: ds.compact_theta_sketch) -> None:
