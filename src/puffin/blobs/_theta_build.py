@@ -51,10 +51,10 @@ __all__ = [
 
 #: Theta of a sketch in exact mode (Java's Long.MAX_VALUE).
 MAX_THETA = (1 << 63) - 1
-#: Rows hashed per NumPy step (about 256 KiB per uint64 temporary).
-CHUNK_ROWS = 32768
-#: Rows per task handed to a worker thread.
-TASK_ROWS = 8 * CHUNK_ROWS
+#: Rows hashed per NumPy step (512 KiB per uint64 temporary; measured best of 8 K to 128 K).
+CHUNK_ROWS = 65536
+#: Rows per task handed to a worker thread (small enough to balance two or more threads).
+TASK_ROWS = 4 * CHUNK_ROWS
 _SEEN_BITS = 16
 _SEEN_MIN_CANDIDATES = 1024
 
