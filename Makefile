@@ -22,8 +22,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench
 	$(VENV)/bin/mypy
 
+# The main job: a sample Iceberg table under ./demo-output, statistics and deletion vectors
+# computed on Spark local[2], verified, and shown with `puffin inspect`.
 demo: $(STAMP)
-	$(PY) -m puffin inspect testdata/iceberg-java/puffin/sample-metric-data-compressed-zstd.bin
+	$(PY) -m puffin.demo
 
 fuzz: $(STAMP)
 	PUFFIN_FUZZ_EXAMPLES=100000 $(PY) -m pytest -q tests/test_fuzz.py -p no:randomly
