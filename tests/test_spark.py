@@ -29,6 +29,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyiceberg")
 
 import puffin
+from iceberg_fixtures import commit_deletion_vectors_v3, commit_position_deletes_v2, make_catalog
 from puffin import spark as ps
 from puffin.blobs.theta import ThetaSketch
 
@@ -330,9 +331,6 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def catalog(warehouse: Path) -> Any:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from iceberg_fixtures import make_catalog
-
     return make_catalog(warehouse)
 
 
@@ -371,9 +369,6 @@ def _stats_bytes(stats: Any) -> dict[int, bytes]:
 
 def test_table_statistics_equal_single_process_job(spark: Any, catalog: Any, base: Any) -> None:
     from puffin.iceberg import compute_table_statistics
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    from iceberg_fixtures import commit_deletion_vectors_v3, commit_position_deletes_v2
 
     paths = _data_paths(base)
     deleted = {paths[0]: np.arange(0, 8000, 3), paths[2]: np.array([0, 5, 7999])}
@@ -449,9 +444,6 @@ def test_deletion_vectors_hold_matching_rows(spark: Any, base: Any) -> None:
 
 
 def test_deletion_vectors_merge_existing_deletes(spark: Any, catalog: Any, base: Any) -> None:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from iceberg_fixtures import commit_position_deletes_v2
-
     paths = _data_paths(base)
     old = {paths[1]: np.array([1, 2, 3, 4000])}
     table = commit_position_deletes_v2(catalog, base, old, new_identifier="db.dv_merge")
@@ -470,9 +462,6 @@ def test_deletion_vectors_merge_existing_deletes(spark: Any, catalog: Any, base:
 def test_position_deletes_become_deletion_vectors(
     spark: Any, catalog: Any, base: Any, tmp_path: Path
 ) -> None:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from iceberg_fixtures import commit_position_deletes_v2
-
     paths = _data_paths(base)
     first = {paths[0]: np.arange(0, 8000, 2), paths[2]: np.array([3, 9, 7999])}
     second = {paths[0]: np.array([1, 3, 7001]), "file:///gone/old.parquet": np.array([5])}
@@ -626,3 +615,24 @@ def test_spark_connect_session(tmp_path: Path) -> None:
     # category is uniform over 0..199: each of the 2 files has matches.
     assert len(result["dv"]) == 2 and all(n > 0 for n in result["dv"])
     assert result["dv_ok"] is True  # positions equal pyarrow's evaluation of the condition
+
+
+# -------------------------------------------------------------------------------------------
+# The demo (make demo), small, on the module's session
+# -------------------------------------------------------------------------------------------
+
+
+def test_demo_runs_end_to_end(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from puffin import demo
+
+    args = ["--rows", "40000", "--files", "2", "--output", str(tmp_path)]
+    assert demo.main(args) == 0
+    out = capsys.readouterr().out
+    assert "all checks passed" in out
+    assert "all 9 sketches equal single-machine ThetaSketch.from_values, byte for byte" in out
+    assert out.count("$ puffin inspect") == 2
+    # Running it again re-creates the table in the same folder.
+    assert demo.main(args) == 0
+    assert "all checks passed" in capsys.readouterr().out
