@@ -769,7 +769,8 @@ def _from_arrow(arr: Any, t: IcebergType) -> SerializedValues:
     import pyarrow as pa
 
     typ = arr.type
-    if isinstance(typ, pa.ExtensionType):
+    # BaseExtensionType also covers pyarrow's built-in extension types such as pa.uuid().
+    if isinstance(typ, pa.BaseExtensionType):
         arr = arr.storage
         typ = arr.type
     if pa.types.is_dictionary(typ):

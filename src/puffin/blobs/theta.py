@@ -80,7 +80,7 @@ _FLAG_COMPACT = 0x08
 _FLAG_ORDERED = 0x10
 _FLAG_SINGLE_ITEM = 0x20
 _P_ONE = struct.pack("<f", 1.0)
-_NDV_RE = re.compile(r"^[0-9]+$")
+_NDV_RE = re.compile(r"[0-9]+", re.ASCII)  # used with fullmatch: "5\n" is not an ndv
 
 
 def _check_lg_k(lg_k: int) -> int:
@@ -704,8 +704,12 @@ def _parse_ndv(properties: Mapping[str, str], index: int) -> int | None:
     value = properties.get(NDV_PROPERTY)
     if value is None:
         return None
-    if not _NDV_RE.match(value):
+    # Length before int(): Python refuses (ValueError) to convert over 4,300 digits, and an
+    # ndv is a Java long, as Long.parseLong reads it.
+    if len(value) > 19 or not _NDV_RE.fullmatch(value) or int(value) > 0x7FFFFFFFFFFFFFFF:
         raise ThetaSketchError(
-            f"ndv {value!r} is not a non-negative decimal integer", blob_index=index, field="ndv"
+            f"ndv {value[:40]!r} is not a non-negative decimal integer within a long",
+            blob_index=index,
+            field="ndv",
         )
     return int(value)
