@@ -640,14 +640,9 @@ def _memory_budget(data: bytes) -> int:
 # Known bugs, each with a strict-xfail reproducer below (or in test_limits.py).  The fuzzer
 # counts them instead of failing, so that it can keep looking for new ones; when a bug is
 # fixed its reproducer XPASSes (a failure under strict) and the entry must go.
-KNOWN_BUGS: dict[str, str] = {
-    "theta-ndv-digits": "an ndv property of more than 4,300 digits raises a bare ValueError; "
-    "see test_bug_theta_ndv_over_4300_digits",
-}
+KNOWN_BUGS: dict[str, str] = {}  # none open: every bug found so far is fixed
 # Where each int-conversion bug raises (the function's qualified name in the traceback).
-_DIGIT_BUG_SITES = {
-    "_parse_ndv": "theta-ndv-digits",
-}
+_DIGIT_BUG_SITES: dict[str, str] = {}
 
 
 def _known_bug(exc: BaseException | None) -> str | None:
@@ -919,41 +914,17 @@ def _read_typed(kind: str, data: bytes) -> object:
 
 
 # Found by the fuzzer: int() of a digit string of more than 4,300 digits raised a bare
-# ValueError.  Fixed for the DV cardinality (regression test); still open for theta's ndv.
+# ValueError, and theta's ndv accepted "5\n" and values above a long.  All fixed; these are
+# the regression tests.
 def test_dv_cardinality_over_4300_digits() -> None:
     with pytest.raises(puffin.DeletionVectorError):
         _read_typed("dv", _typed_file("dv", "1" * 4301))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (blobs/theta.py _parse_ndv): int() of an ndv digit string of more than "
-    "4,300 digits raises a bare ValueError instead of ThetaSketchError",
-)
-def test_bug_theta_ndv_over_4300_digits() -> None:
+@pytest.mark.parametrize("value", ["1" * 4301, "5\n", "9" * 20])
+def test_theta_ndv_strings_are_refused(value: str) -> None:
     with pytest.raises(puffin.ThetaSketchError):
-        _read_typed("theta", _typed_file("theta", "1" * 4301))
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (blobs/theta.py _NDV_RE = '^[0-9]+$'): '$' also matches before a trailing "
-    "newline, so ndv '5\\n' is accepted as 5 (Java's Long.parseLong refuses it, and the "
-    "docstring promises a decimal integer)",
-)
-def test_bug_theta_ndv_with_trailing_newline() -> None:
-    with pytest.raises(puffin.ThetaSketchError):
-        _read_typed("theta", _typed_file("theta", "5\n"))
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (blobs/theta.py _parse_ndv): ndv is not range-checked, so '9' * 20 "
-    "(above int64, which Java's Long.parseLong refuses) is accepted",
-)
-def test_bug_theta_ndv_above_int64() -> None:
-    with pytest.raises(puffin.ThetaSketchError):
-        _read_typed("theta", _typed_file("theta", "9" * 20))
+        _read_typed("theta", _typed_file("theta", value))
 
 
 @pytest.mark.parametrize("value", ["5\n", "9" * 20, "1" * 4301, " 5", "+5", "-1", "\u0663"])
