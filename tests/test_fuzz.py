@@ -481,7 +481,7 @@ def m_json(draw: Draw, data: bytes, seed: Seed) -> bytes:
         return m_flip_bits(draw, data, seed)
     kind = draw(st.sampled_from(
         ["replace", "replace", "replace", "delete", "unknown-key", "duplicate-key", "root",
-         "blob-count", "text", "codec", "keep-offsets", "property"]))
+         "blob-count", "text", "codec", "keep-offsets", "property", "property"]))
     slots = _slots(p.doc)
     fix = True
     if kind in ("replace", "delete", "duplicate-key") and slots:
@@ -539,13 +539,15 @@ def m_json(draw: Draw, data: bytes, seed: Seed) -> bytes:
         if isinstance(meta, dict):
             props = meta.setdefault("properties", {})
             if isinstance(props, dict):
-                name = draw(st.sampled_from(["cardinality", "ndv", "referenced-data-file"]))
+                names = {"apache-datasketches-theta-v1": ["ndv"],
+                         "deletion-vector-v1": ["cardinality", "referenced-data-file"]}
+                name = draw(st.sampled_from(names.get(str(meta.get("type")), ["ndv", "cardinality"])))
                 if draw(st.integers(0, 5)) == 0:
                     props.pop(name, None)
                 else:
                     props[name] = draw(st.one_of(
-                        st.sampled_from(NUMERIC_STRINGS), st.text(max_size=8),
-                        st.integers(0, 10**6).map(str)))
+                        st.sampled_from(NUMERIC_STRINGS), st.sampled_from(NUMERIC_STRINGS),
+                        st.text(max_size=8), st.integers(0, 10**6).map(str)))
     elif kind == "keep-offsets":
         fix = False
     if draw(st.booleans()) and kind != "keep-offsets":
