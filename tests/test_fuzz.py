@@ -541,7 +541,8 @@ def m_json(draw: Draw, data: bytes, seed: Seed) -> bytes:
             if isinstance(props, dict):
                 names = {"apache-datasketches-theta-v1": ["ndv"],
                          "deletion-vector-v1": ["cardinality", "referenced-data-file"]}
-                name = draw(st.sampled_from(names.get(str(meta.get("type")), ["ndv", "cardinality"])))
+                candidates = names.get(str(meta.get("type")), ["ndv", "cardinality"])
+                name = draw(st.sampled_from(candidates))
                 if draw(st.integers(0, 5)) == 0:
                     props.pop(name, None)
                 else:
