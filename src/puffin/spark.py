@@ -797,10 +797,10 @@ def compute_table_statistics(
     from puffin.blobs.theta import ThetaSketch
     from puffin.iceberg._catalog import resolve_snapshot
     from puffin.iceberg._scan import plan_files, resolve_columns
-    from puffin.iceberg.statistics import SkippedColumnWarning
+    from puffin.iceberg.statistics import SkippedColumnWarning, snapshot_schema
 
     snapshot = resolve_snapshot(table, snapshot_id)
-    schema = _snapshot_schema(table, snapshot.schema_id)
+    schema = snapshot_schema(table, snapshot.schema_id)
     scan_columns, notes = resolve_columns(schema, columns, supported=_sketchable)
     for note in notes:
         warnings.warn(note, SkippedColumnWarning, stacklevel=2)
@@ -828,11 +828,13 @@ def compute_table_statistics(
         sketches = [ThetaSketch() for _ in scan_columns]
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
-    return _commit_statistics(
+    from puffin.iceberg.statistics import write_statistics_file
+
+    return write_statistics_file(
         table,
-        snapshot.snapshot_id,
-        sequence_number,
         [(c.field_id, s) for c, s in zip(scan_columns, sketches, strict=True)],
+        snapshot_id=snapshot.snapshot_id,
+        sequence_number=sequence_number,
         commit=commit,
     )
 
@@ -845,66 +847,6 @@ def _sketchable(iceberg_type: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-def _snapshot_schema(table: Any, schema_id: int | None) -> Any:
-    for schema in table.metadata.schemas:
-        if schema_id is not None and schema.schema_id == schema_id:
-            return schema
-    return table.schema()
-
-
-def _commit_statistics(
-    table: Any,
-    snapshot_id: int,
-    sequence_number: int,
-    sketches: Sequence[tuple[int, Any]],
-    *,
-    commit: bool,
-) -> Any:
-    """Write the statistics Puffin file through the table's FileIO; register it if asked."""
-    import uuid
-
-    import puffin
-    from puffin.blobs.theta import add_theta_blob
-    from puffin.iceberg._scan import local_path
-    from puffin.iceberg.statistics import created_by, statistics_file_for
-
-    name = f"{snapshot_id}-{uuid.uuid4()}.stats"
-    location = str(table.location_provider().new_metadata_location(name))
-    local = local_path(location)
-    stream = None
-    if local is not None:
-        os.makedirs(os.path.dirname(local), exist_ok=True)
-        target: Any = local
-    else:
-        stream = table.io.new_output(location).create(overwrite=False)
-        target = stream
-    try:
-        with puffin.create(target, created_by=created_by()) as writer:
-            for field_id, sketch in sketches:
-                add_theta_blob(
-                    writer,
-                    sketch,
-                    field_id,
-                    snapshot_id=snapshot_id,
-                    sequence_number=sequence_number,
-                )
-    finally:
-        if stream is not None:
-            stream.close()
-    assert writer.file_size is not None and writer.footer_size is not None
-    stats = statistics_file_for(
-        location,
-        snapshot_id=snapshot_id,
-        file_size=writer.file_size,
-        footer_size=writer.footer_size,
-        blobs=writer.blobs,
-    )
-    if commit:
-        with table.update_statistics() as update:
-            update.set_statistics(stats)
-    return stats
 
 
 # -------------------------------------------------------------------------------------------
@@ -1018,11 +960,12 @@ def deletion_vectors_for(
     from puffin.iceberg._catalog import resolve_snapshot
     from puffin.iceberg._scan import DeleteIndex, plan_files
     from puffin.iceberg.deletes import write_table_deletion_vectors
+    from puffin.iceberg.statistics import snapshot_schema
 
     if not isinstance(condition, str) or not condition.strip():
         raise ValueError("condition must be a non-empty Spark SQL expression")
     snapshot = resolve_snapshot(table, snapshot_id)
-    schema = _snapshot_schema(table, snapshot.schema_id)
+    schema = snapshot_schema(table, snapshot.schema_id)
     planned = plan_files(table, snapshot)
     _check_parquet(planned)
     if not planned:

@@ -53,6 +53,7 @@ from puffin.iceberg.statistics import (
     compute_table_statistics,
     read_table_statistics,
     statistics_file_for,
+    write_statistics_file,
 )
 from puffin.iceberg.verify import Problem, VerifyReport, verify_table
 
@@ -91,5 +92,6 @@ __all__ = [
     "sample_schema",
     "statistics_file_for",
     "verify_table",
+    "write_statistics_file",
     "write_table_deletion_vectors",
 ]

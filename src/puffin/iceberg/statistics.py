@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from puffin.iceberg._catalog import SnapshotNotFoundError, resolve_snapshot
 from puffin.iceberg._progress import Progress
 from puffin.iceberg._scan import (
-    ScanColumn,
     local_path,
     open_input,
     plan_files,
@@ -128,7 +127,7 @@ def compute_table_statistics(
         print(stats.statistics_path, [b.properties["ndv"] for b in stats.blob_metadata])
     """
     snapshot = resolve_snapshot(table, snapshot_id)
-    schema = _snapshot_schema(table, snapshot.schema_id)
+    schema = snapshot_schema(table, snapshot.schema_id)
     scan_columns, notes = resolve_columns(schema, columns, supported=_sketchable)
     for note in notes:
         warnings.warn(note, SkippedColumnWarning, stacklevel=2)
@@ -151,20 +150,41 @@ def compute_table_statistics(
             bar.update(batch.rows)
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
-    location = _new_stats_location(table, snapshot.snapshot_id)
-    blobs = _write_stats_file(
+    return write_statistics_file(
         table,
-        location,
-        [(c, builders[c.field_id].result()) for c in scan_columns],
+        [(c.field_id, builders[c.field_id].result()) for c in scan_columns],
         snapshot_id=snapshot.snapshot_id,
         sequence_number=sequence_number,
+        commit=commit,
+    )
+
+
+def write_statistics_file(
+    table: Table,
+    sketches: Sequence[tuple[int, ThetaSketch]],
+    *,
+    snapshot_id: int,
+    sequence_number: int,
+    commit: bool = True,
+) -> StatisticsFile:
+    """Write ``(field id, sketch)`` pairs as ``<snapshot-id>-<uuid>.stats`` and register it.
+
+    The file goes under the table's metadata folder through the table's FileIO (or straight
+    to disk for local tables), one zstd ``apache-datasketches-theta-v1`` blob per field with
+    its ``ndv``.  With ``commit`` (the default) it replaces the snapshot's statistics file
+    in the table metadata.  Shared by :func:`compute_table_statistics` and
+    :func:`puffin.spark.compute_table_statistics`, which differ only in how they sketch.
+    """
+    location = _new_stats_location(table, snapshot_id)
+    file_size, footer_size, blobs = _write_stats_file(
+        table, location, sketches, snapshot_id=snapshot_id, sequence_number=sequence_number
     )
     stats = statistics_file_for(
         location,
-        snapshot_id=snapshot.snapshot_id,
-        file_size=blobs[0],
-        footer_size=blobs[1],
-        blobs=blobs[2],
+        snapshot_id=snapshot_id,
+        file_size=file_size,
+        footer_size=footer_size,
+        blobs=blobs,
     )
     if commit:
         with table.update_statistics() as update:
@@ -175,7 +195,7 @@ def compute_table_statistics(
 def _write_stats_file(
     table: Table,
     location: str,
-    sketches: Sequence[tuple[ScanColumn, ThetaSketch]],
+    sketches: Sequence[tuple[int, ThetaSketch]],
     *,
     snapshot_id: int,
     sequence_number: int,
@@ -195,11 +215,11 @@ def _write_stats_file(
         target = stream
     try:
         with puffin.create(target, created_by=created_by()) as writer:
-            for column, sketch in sketches:
+            for field_id, sketch in sketches:
                 add_theta_blob(
                     writer,
                     sketch,
-                    column.field_id,
+                    field_id,
                     snapshot_id=snapshot_id,
                     sequence_number=sequence_number,
                 )
@@ -242,7 +262,8 @@ def statistics_file_for(
     )
 
 
-def _snapshot_schema(table: Table, schema_id: int | None) -> Any:
+def snapshot_schema(table: Table, schema_id: int | None) -> Any:
+    """The schema a snapshot was written with (the current one if it is not recorded)."""
     if schema_id is not None:
         for schema in table.metadata.schemas:
             if schema.schema_id == schema_id:
