@@ -468,10 +468,9 @@ def _canonical_nan(
     values: NDArray[Any], nan_bits: int, itype: type[np.unsignedinteger[Any]]
 ) -> NDArray[Any]:
     """Little-endian IEEE values with every NaN replaced by Java's canonical NaN."""
-    nan = np.isnan(values)
     bits = values.view(itype)
-    if nan.any():
-        bits = np.where(nan, itype(nan_bits), bits)
+    if values.size and np.isnan(values.max()):  # max is NaN iff a NaN is present: one pass
+        bits = np.where(np.isnan(values), itype(nan_bits), bits)
     return bits.astype(np.dtype(itype).newbyteorder("<"), copy=False)
 
 
