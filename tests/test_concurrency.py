@@ -117,7 +117,7 @@ def _hammer(reader: puffin.PuffinReader, expected: list[bytes], threads: int,
         rng = random.Random(t)
         barrier.wait()
         try:
-            for n in range(reads):
+            for _ in range(reads):
                 i = rng.randrange(len(blobs))
                 kind = rng.randrange(25)  # the same mix whatever the thread count
                 if kind == 24:
