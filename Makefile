@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench fuzz
 	$(VENV)/bin/mypy
 
 # The main job: a sample Iceberg table under ./demo-output, statistics and deletion vectors
