@@ -58,7 +58,10 @@ def _tool(name: str) -> str:
 
 def test_ruff_is_clean() -> None:
     result = subprocess.run(
-        [_tool("ruff"), "check", "src", "tests", "bench", "fuzz"], cwd=ROOT, capture_output=True, text=True
+        [_tool("ruff"), "check", "src", "tests", "bench", "fuzz"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
