@@ -797,11 +797,11 @@ def compute_table_statistics(
     from puffin.blobs.theta import ThetaSketch
     from puffin.iceberg._catalog import resolve_snapshot
     from puffin.iceberg._scan import plan_files, resolve_columns
-    from puffin.iceberg.statistics import SkippedColumnWarning, snapshot_schema
+    from puffin.iceberg.statistics import SkippedColumnWarning, sketchable, snapshot_schema
 
     snapshot = resolve_snapshot(table, snapshot_id)
     schema = snapshot_schema(table, snapshot.schema_id)
-    scan_columns, notes = resolve_columns(schema, columns, supported=_sketchable)
+    scan_columns, notes = resolve_columns(schema, columns, supported=sketchable)
     for note in notes:
         warnings.warn(note, SkippedColumnWarning, stacklevel=2)
     if not scan_columns:
@@ -837,16 +837,6 @@ def compute_table_statistics(
         sequence_number=sequence_number,
         commit=commit,
     )
-
-
-def _sketchable(iceberg_type: Any) -> bool:
-    from puffin.blobs.single_value import parse_type
-
-    try:
-        parse_type(iceberg_type)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 # -------------------------------------------------------------------------------------------

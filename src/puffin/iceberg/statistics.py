@@ -65,7 +65,8 @@ def created_by() -> str:
     return f"iceberg-puffin {__version__}"
 
 
-def _sketchable(iceberg_type: Any) -> bool:
+def sketchable(iceberg_type: Any) -> bool:
+    """Whether a column of this Iceberg type gets a theta sketch (primitive types do)."""
     from puffin.blobs.single_value import parse_type
 
     try:
@@ -128,7 +129,7 @@ def compute_table_statistics(
     """
     snapshot = resolve_snapshot(table, snapshot_id)
     schema = snapshot_schema(table, snapshot.schema_id)
-    scan_columns, notes = resolve_columns(schema, columns, supported=_sketchable)
+    scan_columns, notes = resolve_columns(schema, columns, supported=sketchable)
     for note in notes:
         warnings.warn(note, SkippedColumnWarning, stacklevel=2)
     if not scan_columns:
