@@ -426,3 +426,11 @@ def test_pandas_inputs() -> None:
         serialize_value(dt.datetime(2020, 1, 1), "timestamp"),
         None,
     ]
+
+
+def test_arrow_uuid_extension_type() -> None:
+    if not hasattr(pa, "uuid"):
+        pytest.skip("pyarrow without the uuid extension type")
+    values = [uuid.UUID(int=i * 7919) for i in range(5)]
+    arr = pa.array([u.bytes for u in values], pa.uuid())
+    assert serialize_values(arr, "uuid").to_pylist() == [u.bytes for u in values]

@@ -661,7 +661,8 @@ def test_theta_blob_errors() -> None:
     with pytest.raises(ThetaSketchError, match="exactly one field") as info:
         read_theta_blobs(_file_with(good, fields=[1, 2]))
     assert info.value.blob_index == 0
-    for bad_ndv in ("-1", " 1", "1.0", "", "x"):
+    too_long = str(2**63)  # an ndv is a Java long
+    for bad_ndv in ("-1", " 1", "1.0", "", "x", "5\n", "\u0661", too_long, "9" * 5000):
         with pytest.raises(ThetaSketchError, match="ndv"):
             read_theta_blobs(_file_with(good, ndv=bad_ndv))
     with pytest.raises(ThetaSketchError) as info:
