@@ -795,18 +795,10 @@ def compute_table_statistics(
     supported (``UnsupportedTableError``, or Spark's error for missing field ids).
     """
     from puffin.blobs.theta import ThetaSketch
-    from puffin.iceberg._catalog import resolve_snapshot
-    from puffin.iceberg._scan import plan_files, resolve_columns
-    from puffin.iceberg.statistics import SkippedColumnWarning, sketchable, snapshot_schema
+    from puffin.iceberg.statistics import plan_statistics, snapshot_schema
 
-    snapshot = resolve_snapshot(table, snapshot_id)
+    snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     schema = snapshot_schema(table, snapshot.schema_id)
-    scan_columns, notes = resolve_columns(schema, columns, supported=sketchable)
-    for note in notes:
-        warnings.warn(note, SkippedColumnWarning, stacklevel=2)
-    if not scan_columns:
-        raise ValueError("no column to compute statistics for: " + "; ".join(notes))
-    planned = plan_files(table, snapshot)
     _check_parquet(planned)
 
     if planned:

@@ -83,6 +83,17 @@ _P_ONE = struct.pack("<f", 1.0)
 _NDV_RE = re.compile(r"[0-9]+", re.ASCII)  # used with fullmatch: "5\n" is not an ndv
 
 
+def _raw_hashes(hashes: Any) -> U64:
+    """Caller-supplied 63-bit Theta hashes as a flat uint64 array, checked."""
+    arr = np.asarray(hashes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"hashes must be integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.uint64, copy=False).reshape(-1)
+    if arr.size and int(arr.max()) > MAX_THETA:
+        raise ValueError("Theta hashes are below 2^63")
+    return arr
+
+
 def _check_lg_k(lg_k: int) -> int:
     if isinstance(lg_k, bool) or not isinstance(lg_k, int) or not MIN_LG_K <= lg_k <= MAX_LG_K:
         raise ValueError(f"lg_k must be an integer from {MIN_LG_K} to {MAX_LG_K}, got {lg_k!r}")
@@ -143,12 +154,7 @@ class ThetaSketch:
     @classmethod
     def from_hashes(cls, hashes: Any, *, lg_k: int = DEFAULT_LG_K) -> ThetaSketch:
         """The sketch of raw 63-bit Theta hashes (any order, repeats allowed; 0 is ignored)."""
-        arr = np.asarray(hashes)
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"hashes must be integers, got dtype {arr.dtype}")
-        arr = arr.astype(np.uint64, copy=False).reshape(-1)
-        if arr.size and int(arr.max()) > MAX_THETA:
-            raise ValueError("Theta hashes are below 2^63")
+        arr = _raw_hashes(hashes)
         acc = Accumulator(_check_lg_k(lg_k))
         acc.add(arr)
         retained, theta = acc.state()
@@ -371,12 +377,7 @@ class ThetaSketchBuilder:
 
     def update_hashes(self, hashes: Any) -> ThetaSketchBuilder:
         """Add raw 63-bit Theta hashes computed elsewhere (0 is ignored)."""
-        arr = np.asarray(hashes)
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"hashes must be integers, got dtype {arr.dtype}")
-        arr = arr.astype(np.uint64, copy=False).reshape(-1)
-        if arr.size and int(arr.max()) > MAX_THETA:
-            raise ValueError("Theta hashes are below 2^63")
+        arr = _raw_hashes(hashes)
         acc = Accumulator(self._lg_k)
         acc.add(arr)
         self._merge(acc.state())

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.iceberg._catalog import SnapshotNotFoundError, resolve_snapshot
 from puffin.iceberg._progress import Progress
 from puffin.iceberg._scan import (
+    ScanColumn,
     local_path,
     open_input,
     plan_files,
@@ -127,14 +128,7 @@ def compute_table_statistics(
         stats = compute_table_statistics(catalog.load_table("db.events"))
         print(stats.statistics_path, [b.properties["ndv"] for b in stats.blob_metadata])
     """
-    snapshot = resolve_snapshot(table, snapshot_id)
-    schema = snapshot_schema(table, snapshot.schema_id)
-    scan_columns, notes = resolve_columns(schema, columns, supported=sketchable)
-    for note in notes:
-        warnings.warn(note, SkippedColumnWarning, stacklevel=2)
-    if not scan_columns:
-        raise ValueError("no column to compute statistics for: " + "; ".join(notes))
-    planned = plan_files(table, snapshot)
+    snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     builders = {c.field_id: _builder(c.iceberg_type, lg_k) for c in scan_columns}
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:
@@ -158,6 +152,24 @@ def compute_table_statistics(
         sequence_number=sequence_number,
         commit=commit,
     )
+
+
+def plan_statistics(
+    table: Table, snapshot_id: int | None, columns: Sequence[str | int] | None
+) -> tuple[Any, list[ScanColumn], list[Any]]:
+    """What a statistics job reads: the snapshot, its sketchable columns and its data files.
+
+    Columns without a sketch are skipped with a :class:`SkippedColumnWarning` pointing at
+    the caller of the public job (both jobs call this directly).
+    """
+    snapshot = resolve_snapshot(table, snapshot_id)
+    schema = snapshot_schema(table, snapshot.schema_id)
+    scan_columns, notes = resolve_columns(schema, columns, supported=sketchable)
+    for note in notes:
+        warnings.warn(note, SkippedColumnWarning, stacklevel=3)
+    if not scan_columns:
+        raise ValueError("no column to compute statistics for: " + "; ".join(notes))
+    return snapshot, scan_columns, plan_files(table, snapshot)
 
 
 def write_statistics_file(
