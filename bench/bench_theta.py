@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from puffin import ThetaSketch
-from puffin.blobs import _theta_build, single_value
+from puffin.blobs import single_value
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
@@ -131,12 +131,12 @@ def main() -> None:
         if name == "date-nodedupe":
             # The same dates with the small-range de-duplication switched off: every value is
             # hashed, as for a high-cardinality column.
-            saved = _theta_build._DEDUPE_MIN_ROWS, single_value._DISTINCT_MIN_ROWS
-            _theta_build._DEDUPE_MIN_ROWS = single_value._DISTINCT_MIN_ROWS = 1 << 62
+            saved = single_value._DISTINCT_MIN_ROWS
+            single_value._DISTINCT_MIN_ROWS = 1 << 62
             try:
                 _bench_one(name, *columns["date"], args.n, args.runs)
             finally:
-                _theta_build._DEDUPE_MIN_ROWS, single_value._DISTINCT_MIN_ROWS = saved
+                single_value._DISTINCT_MIN_ROWS = saved
             continue
         _bench_one(name, *columns[name], args.n, args.runs)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -110,6 +110,84 @@ def test_lane_hash_matches_mmh3(length: int, raw: list[bytes]) -> None:
     assert theta_hash_lanes(lo, hi, length).tolist() == [mmh3_theta(k) for k in keys]
 
 
+def _lanes(keys: list[bytes], length: int) -> tuple[np.ndarray, np.ndarray | None]:
+    padded = np.frombuffer(b"".join(k + bytes(16 - length) for k in keys), dtype="<u8")
+    padded = padded.reshape(-1, 2)
+    lo = np.ascontiguousarray(padded[:, 0])
+    return lo, (np.ascontiguousarray(padded[:, 1]) if length > 8 else None)
+
+
+def _bounds(full: list[int], pick: int, top: int) -> list[int]:
+    """Bounds that probe the filter's edges: at, just above and just below actual hashes,
+    around the point where the window stops applying, and the extremes."""
+    around = [full[pick % len(full)] + d for d in (-1, 0, 1)] if full else []
+    edge = top - (top >> 31)  # below this the window applies (2^63 - 2^32 for theta hashes)
+    return [b for b in [0, 1, 2, *around, edge - 1, edge, edge + 1, top - 1] if 0 <= b < top]
+
+
+@settings(max_examples=60)
+@given(
+    st.integers(1, 16),
+    st.lists(st.binary(min_size=16, max_size=16), min_size=1, max_size=300),
+    st.integers(0, 10**6),
+    st.booleans(),
+)
+def test_lane_hash_below_is_a_filter(length: int, raw: list[bytes], pick: int, shift: bool) -> None:
+    # ``below`` takes a shortcut through the finalizer (a window around (eA + eB) * F2); the
+    # result must be exactly the full hashes under the bound, for every bound.
+    keys = [r[:length] for r in raw]
+    lo, hi = _lanes(keys, length)
+    full = theta_hash_lanes(lo, hi, length, shift=shift).tolist()
+    top = 1 << (63 if shift else 64)
+    for bound in _bounds(sorted(full), pick, top):
+        got = theta_hash_lanes(lo, hi, length, shift=shift, below=bound).tolist()
+        assert got == [h for h in full if h < bound], bound
+
+
+@settings(max_examples=40)
+@given(
+    st.lists(st.binary(min_size=1, max_size=70), min_size=1, max_size=200),
+    st.integers(0, 10**6),
+)
+def test_var_hash_below_is_a_filter(keys: list[bytes], pick: int) -> None:
+    buf = np.frombuffer(b"".join(keys) + bytes(16), dtype=np.uint8)
+    lengths = np.array([len(k) for k in keys], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    full = theta_hash_var(buf, starts, lengths).tolist()
+    for bound in _bounds(sorted(full), pick, 1 << 63):
+        got = theta_hash_var(buf, starts, lengths, below=bound).tolist()
+        assert sorted(got) == sorted(h for h in full if h < bound), bound
+
+
+# 8-byte keys (little-endian longs) whose raw h1 is below 2^33 (one in 2^31), found by a
+# brute-force search; for several, (eA + eB) * F2 lies above h1, so only the upper half of
+# the window catches them.
+_SMALL_H1_KEYS = [
+    1070264681, 4343666897, 10487141905, 10658693194, 12670943927, 18190321076, 22496734705,
+    22714733404, 25831370552, 31292460702, 32298473870, 35555881578, 38232199706, 41350004360,
+]
+
+
+def test_hash_below_keeps_keys_at_the_edge_of_the_window() -> None:
+    lo = np.array(_SMALL_H1_KEYS, dtype=np.uint64)
+    raw = theta_hash_lanes(lo, None, 8, shift=False).tolist()
+    assert raw == [mmh3.hash64(struct.pack("<q", k), seed=9001, signed=False)[0] for k in lo]
+    assert max(raw) < 1 << 33
+    for h in raw:
+        for bound in (h, h + 1, h + (1 << 32), 1 << 33):
+            got = theta_hash_lanes(lo, None, 8, shift=False, below=bound).tolist()
+            assert got == [x for x in raw if x < bound]
+            theta = theta_hash_lanes(lo, None, 8, below=bound >> 1).tolist()
+            assert theta == [x >> 1 for x in raw if x >> 1 < bound >> 1]
+
+
+def test_hash_below_rejects_bounds_outside_uint64() -> None:
+    lo = np.arange(3, dtype=np.uint64)
+    for bad in (-1, 1 << 64):
+        with pytest.raises(ValueError, match="below"):
+            theta_hash_lanes(lo, None, 8, below=bad)
+
+
 def test_datasketches_hashes_long_and_string_like_iceberg() -> None:
     # The premise of the datasketches oracle: it hashes ints as 8-byte LE and str as UTF-8.
     sketch = ds.update_theta_sketch()

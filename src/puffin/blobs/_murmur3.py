@@ -4,15 +4,26 @@ DataSketches hashes every update with MurmurHash3_x64_128 (seed 9001) and keeps 
 half shifted right by one. Hashing tens of millions of values one Python call at a time is far too
 slow, so these functions run the same arithmetic over whole uint64 arrays: each value's bytes are
 loaded as little-endian 64-bit lanes (``k1`` and ``k2`` of a 16-byte block), mixed with in-place
-NumPy ufuncs, and finalized.  Three entry points cover the key shapes:
+NumPy ufuncs, and finalized.  Two entry points cover the key shapes:
 
 - :func:`theta_hash_lanes` for keys of 1 to 16 bytes given as one or two zero-extended lanes
   (Iceberg int/date/float = 4 bytes, long/double/time/timestamp = 8, uuid = 16);
 - :func:`theta_hash_var` for variable-length keys in one byte buffer (strings, binary,
   decimals), vectorized by processing block *j* of every key at once.
 
-Every function returns ``h1 >> 1`` as uint64, the value a Theta sketch compares with theta.
-Callers keep chunks small (tens of thousands of values) so the temporaries stay in cache.
+Both return ``h1 >> 1`` as uint64, the value a Theta sketch compares with theta.  Callers keep
+chunks to tens of thousands of values so the temporaries stay in cache.
+
+A sketch past its first few thousand values keeps only hashes below a small theta, so both also
+take ``below``: return only the hashes under it.  That saves work in the finalizer, the only
+step where a bound helps.  Its last operations, ``g = e * F2; f = g ^ (g >> 33)`` on both
+halves and ``h1 = fA + fB``, are costly on whole arrays.  Two facts replace them with a cheap
+necessary condition:
+
+- multiplication distributes over addition modulo 2^64, so ``gA + gB = (eA + eB) * F2``;
+- ``f ^= f >> 33`` only changes the low 31 bits, so ``h1`` lies within 2^32 of ``gA + gB``.
+
+Only the few keys inside that window get the exact finalizer.
 """
 
 from __future__ import annotations
@@ -33,16 +44,29 @@ __all__ = ["DEFAULT_SEED", "make_scratch", "theta_hash_lanes", "theta_hash_var"]
 #: DataSketches' default update seed, the one Iceberg uses.
 DEFAULT_SEED = 9001
 
-_C1 = np.uint64(0x87C37B91114253D5)
-_C2 = np.uint64(0x4CF5AD432745937F)
-_F1 = np.uint64(0xFF51AFD7ED558CCD)
-_F2 = np.uint64(0xC4CEB9FE1A85EC53)
-_N1 = np.uint64(0x52DCE729)
-_N2 = np.uint64(0x38495AB5)
-_FIVE = np.uint64(5)
-_ONE = np.uint64(1)
-_S27, _S37 = np.uint64(27), np.uint64(37)
-_S31, _S33 = np.uint64(31), np.uint64(33)
+
+def _const(value: int) -> U64:
+    """A uint64 constant as a 0-d array: NumPy takes these faster than scalars, and every
+    ufunc call below holds the GIL for its argument handling, which threads contend for."""
+    return np.array(value, dtype=np.uint64)
+
+
+_C1 = _const(0x87C37B91114253D5)
+_C2 = _const(0x4CF5AD432745937F)
+_F1 = _const(0xFF51AFD7ED558CCD)
+_F2 = _const(0xC4CEB9FE1A85EC53)
+_N1 = _const(0x52DCE729)
+_N2 = _const(0x38495AB5)
+_FIVE = _const(5)
+_ONE = _const(1)
+_S31, _S33 = _const(31), _const(33)
+#: |fmix's last xor-shift| < 2^31 per half, so it moves h1 = fA + fB by less than this.
+_WINDOW = 1 << 32
+_WINDOW_C = _const(_WINDOW)
+
+# Positional ``out`` (NumPy parses it faster than the keyword).
+_mul, _add, _xor, _or = np.multiply, np.add, np.bitwise_xor, np.bitwise_or
+_shl, _shr = np.left_shift, np.right_shift
 
 # _BYTE_MASKS[r] keeps the low r bytes of a little-endian lane (r = 0..8).
 _BYTE_MASKS = np.array([(1 << (8 * r)) - 1 for r in range(9)], dtype=np.uint64)
@@ -50,68 +74,92 @@ _BYTE_MASKS = np.array([(1 << (8 * r)) - 1 for r in range(9)], dtype=np.uint64)
 
 def _rotl(x: U64, r: int, tmp: U64) -> None:
     """x = rotl64(x, r) in place."""
-    np.right_shift(x, np.uint64(64 - r), out=tmp)
-    np.left_shift(x, np.uint64(r), out=x)
-    np.bitwise_or(x, tmp, out=x)
+    _shr(x, _const(64 - r), tmp)
+    _shl(x, _const(r), x)
+    _or(x, tmp, x)
 
 
 def _mix_k1(k: U64, tmp: U64) -> None:
     """k = rotl(k * c1, 31) * c2, the lane-1 mix (a zero lane stays zero)."""
-    np.multiply(k, _C1, out=k)
+    _mul(k, _C1, k)
     _rotl(k, 31, tmp)
-    np.multiply(k, _C2, out=k)
+    _mul(k, _C2, k)
 
 
 def _mix_k2(k: U64, tmp: U64) -> None:
     """k = rotl(k * c2, 33) * c1, the lane-2 mix (a zero lane stays zero)."""
-    np.multiply(k, _C2, out=k)
+    _mul(k, _C2, k)
     _rotl(k, 33, tmp)
-    np.multiply(k, _C1, out=k)
+    _mul(k, _C1, k)
 
 
-def _fmix(v: U64, tmp: U64) -> None:
-    """MurmurHash3's 64-bit finalizer, in place."""
-    np.right_shift(v, _S33, out=tmp)
-    np.bitwise_xor(v, tmp, out=v)
-    np.multiply(v, _F1, out=v)
-    np.right_shift(v, _S33, out=tmp)
-    np.bitwise_xor(v, tmp, out=v)
-    np.multiply(v, _F2, out=v)
-    np.right_shift(v, _S33, out=tmp)
-    np.bitwise_xor(v, tmp, out=v)
+def _xorshift33(v: U64, tmp: U64) -> None:
+    """v ^= v >> 33 in place."""
+    _shr(v, _S33, tmp)
+    _xor(v, tmp, v)
 
 
-def _finish(both: U64, length: U64 | np.uint64, tmp2: U64, shift: bool) -> U64:
-    """Finalize ``both = [h1 | h2]`` for keys of ``length`` bytes; return h1 (>> 1 when
-    ``shift``), in place.  h1 and h2 sit next to each other so one finalizer pass covers both.
+def _finalize(both: U64, tmp2: U64, below: int | None, shift: bool) -> U64:
+    """Finish ``both = [h1 | h2]`` (after ``h1 += h2; h2 += h1``): fmix64 on both halves, then
+    ``h1 + h2`` (``>> 1`` when ``shift``).  With ``below``, only the hashes under it (theta
+    hashes, or raw ``h1`` values when not ``shift``) are returned, in key order.
     """
     n = both.shape[0] // 2
     h1, h2 = both[:n], both[n:]
-    np.bitwise_xor(h1, length, out=h1)
-    np.bitwise_xor(h2, length, out=h2)
-    np.add(h1, h2, out=h1)
-    np.add(h2, h1, out=h2)
-    _fmix(both, tmp2)
-    np.add(h1, h2, out=h1)
+    # fmix64 up to its last multiply: e = (v ^ v >> 33) * F1, then e ^= e >> 33.
+    _xorshift33(both, tmp2)
+    _mul(both, _F1, both)
+    _xorshift33(both, tmp2)
+    bound = None if below is None else (below << 1 if shift else below)
+    if bound is None or bound >= (1 << 64) - 2 * _WINDOW:
+        _mul(both, _F2, both)
+        _xorshift33(both, tmp2)
+        _add(h1, h2, h1)
+        if shift:
+            _shr(h1, _ONE, h1)
+        return h1 if below is None else h1[h1 < np.uint64(below)]
+    # Keys whose h1 can be below ``bound``: (eA + eB) * F2 + 2^32 < bound + 2^33 (mod 2^64).
+    s = tmp2[:n]
+    _add(h1, h2, s)
+    _mul(s, _F2, s)
+    _add(s, _WINDOW_C, s)
+    mask = tmp2[n:].view(np.bool_)[:n]
+    np.less(s, np.uint64(bound + 2 * _WINDOW), mask)
+    keys = np.flatnonzero(mask)
+    k = keys.shape[0]
+    g = np.concatenate([h1[keys], h2[keys]])
+    _mul(g, _F2, g)
+    _xorshift33(g, np.empty_like(g))
+    h: U64 = g[:k]
+    _add(h, g[k:], h)
+    h = h[h < np.uint64(bound)]
     if shift:
-        np.right_shift(h1, _ONE, out=h1)
-    return h1
+        _shr(h, _ONE, h)
+    return h
 
 
 def _body_block(h1: U64, h2: U64, k1: U64, k2: U64, tmp: U64) -> None:
     """Mix one full 16-byte block (lanes k1, k2; both overwritten) into h1, h2."""
     _mix_k1(k1, tmp)
-    np.bitwise_xor(h1, k1, out=h1)
+    _xor(h1, k1, h1)
     _rotl(h1, 27, tmp)
-    np.add(h1, h2, out=h1)
-    np.multiply(h1, _FIVE, out=h1)
-    np.add(h1, _N1, out=h1)
+    _add(h1, h2, h1)
+    _mul(h1, _FIVE, h1)
+    _add(h1, _N1, h1)
     _mix_k2(k2, tmp)
-    np.bitwise_xor(h2, k2, out=h2)
+    _xor(h2, k2, h2)
     _rotl(h2, 31, tmp)
-    np.add(h2, h1, out=h2)
-    np.multiply(h2, _FIVE, out=h2)
-    np.add(h2, _N2, out=h2)
+    _add(h2, h1, h2)
+    _mul(h2, _FIVE, h2)
+    _add(h2, _N2, h2)
+
+
+def _mix_length(h1: U64, h2: U64, length: U64 | np.uint64) -> None:
+    """The finalization before fmix64: h1 ^= len; h2 ^= len; h1 += h2; h2 += h1."""
+    _xor(h1, length, h1)
+    _xor(h2, length, h2)
+    _add(h1, h2, h1)
+    _add(h2, h1, h2)
 
 
 _SCRATCH_ROWS = 6
@@ -132,6 +180,11 @@ def _split(scratch: U64 | None, n: int) -> tuple[U64, U64, U64, U64, U64, U64]:
     return both, both[:n], both[n:], tmp2, scratch[4 * n : 5 * n], scratch[5 * n : 6 * n]
 
 
+def _check_below(below: int | None) -> None:
+    if below is not None and not 0 <= below < 1 << 64:
+        raise ValueError(f"below must be an unsigned 64-bit bound, not {below}")
+
+
 def theta_hash_lanes(
     lo: U64,
     hi: U64 | None,
@@ -140,6 +193,7 @@ def theta_hash_lanes(
     *,
     scratch: U64 | None = None,
     shift: bool = True,
+    below: int | None = None,
 ) -> U64:
     """Theta hashes of keys of ``length`` bytes (1..16), all of the same length.
 
@@ -148,44 +202,44 @@ def theta_hash_lanes(
     past ``length`` must be zero.  ``lo`` and ``hi`` are not modified.  ``scratch`` (see
     :func:`make_scratch`) avoids allocating per call; the result then lives in it and is
     overwritten by the next call with the same scratch.  ``shift=False`` returns the raw
-    first half ``h1`` (the theta hash is ``h1 >> 1``; ``h1 >> 1 < t`` iff ``h1 < 2 t``).
+    first half ``h1`` (the theta hash is ``h1 >> 1``).  ``below`` keeps only the results
+    under it, in key order (a fresh array).
     """
     if not 1 <= length <= 16:
         raise ValueError(f"lane hashing takes keys of 1 to 16 bytes, not {length}")
+    _check_below(below)
     n = lo.shape[0]
     both, h1, h2, tmp2, k1, k2 = _split(scratch, n)
     tmp = tmp2[:n]
-    s = np.uint64(seed)
+    s = _const(seed)
     if length == 16:
         assert hi is not None
-        h2.fill(s)
-        h1.fill(s)
+        h2.fill(seed)
+        h1.fill(seed)
         np.copyto(k1, lo)
         np.copyto(k2, hi)
         _body_block(h1, h2, k1, k2, tmp)
-        return _finish(both, np.uint64(16), tmp2, shift)
+        _mix_length(h1, h2, _const(16))
+        return _finalize(both, tmp2, below, shift)
     # Tail-only key: h1 = seed ^ mix1(k1), h2 = seed ^ mix2(k2).
-    np.multiply(lo, _C1, out=h1)  # the first step of mix1, widening lo on the fly
+    _mul(lo, _C1, h1)  # the first step of mix1, widening lo on the fly
     _rotl(h1, 31, tmp)
-    np.multiply(h1, _C2, out=h1)
+    _mul(h1, _C2, h1)
     if length > 8:
         assert hi is not None
-        np.bitwise_xor(h1, s, out=h1)
+        _xor(h1, s, h1)
         np.copyto(h2, hi)
         _mix_k2(h2, tmp)
-        np.bitwise_xor(h2, s, out=h2)
-        return _finish(both, np.uint64(length), tmp2, shift)
+        _xor(h2, s, h2)
+        _mix_length(h1, h2, _const(length))
+        return _finalize(both, tmp2, below, shift)
     # h2 stays the seed, so ``h1 ^= seed; h1 ^= len; h2 ^= len; h1 += h2; h2 += h1``
     # folds into one constant c = seed ^ len: h1 = (h1 ^ c) + c, h2 = h1 + c.
-    c = np.uint64(seed ^ length)
-    np.bitwise_xor(h1, c, out=h1)
-    np.add(h1, c, out=h1)
-    np.add(h1, c, out=h2)
-    _fmix(both, tmp2)
-    np.add(h1, h2, out=h1)
-    if shift:
-        np.right_shift(h1, _ONE, out=h1)
-    return h1
+    c = _const(seed ^ length)
+    _xor(h1, c, h1)
+    _add(h1, c, h1)
+    _add(h1, c, h2)
+    return _finalize(both, tmp2, below, shift)
 
 
 def _gather_view(buf: U8) -> U64:
@@ -205,6 +259,7 @@ def theta_hash_var(
     keep_order: bool = True,
     scratch: U64 | None = None,
     shift: bool = True,
+    below: int | None = None,
 ) -> U64:
     """Theta hashes of byte strings ``buf[starts[i] : starts[i] + lengths[i]]``.
 
@@ -214,9 +269,10 @@ def theta_hash_var(
     Keys are processed block by block: block *j* of all keys that have one is mixed in a single
     vectorized step, then all tails, then the finalizer, so the Python overhead is per block
     index, not per key.  With ``keep_order=False`` the hashes come back in an unspecified
-    order (a sketch does not care), which saves a scatter; ``shift`` is as in
-    :func:`theta_hash_lanes`.
+    order (a sketch does not care), which saves a scatter; ``shift`` and ``below`` are as in
+    :func:`theta_hash_lanes` (``below`` implies an unspecified order).
     """
+    _check_below(below)
     n = starts.shape[0]
     if n == 0:
         return np.empty(0, dtype=np.uint64)
@@ -256,14 +312,15 @@ def theta_hash_var(
     k1 = words[tpos]
     k1 &= _BYTE_MASKS[np.minimum(tail, 8)]
     _mix_k1(k1, tmp)
-    np.bitwise_xor(h1, k1, out=h1)
+    _xor(h1, k1, h1)
     if max_tail > 8:
         k2 = words[tpos + 8]
         k2 &= _BYTE_MASKS[np.maximum(tail - 8, 0)]
         _mix_k2(k2, tmp)
-        np.bitwise_xor(h2, k2, out=h2)
-    result = _finish(both, lengths_o.view(np.uint64), tmp2, shift)
-    if order is not None and keep_order:
+        _xor(h2, k2, h2)
+    _mix_length(h1, h2, lengths_o.view(np.uint64))
+    result = _finalize(both, tmp2, below, shift)
+    if order is not None and keep_order and below is None:
         unordered = np.empty_like(result)
         unordered[order] = result
         return unordered

@@ -7,16 +7,18 @@ union returns, so order, chunking and threads do not change the outcome.  This m
 that freedom:
 
 - rows are hashed in chunks of :data:`CHUNK_ROWS` so the NumPy temporaries stay in cache;
-- each chunk keeps only hashes below the current theta (usually a tiny fraction once the
-  sketch is in estimation mode); a small direct-mapped table of recently seen hashes drops
+  a worker's first chunks are smaller, so theta falls before the large ones;
+- each chunk hands back only hashes below the current theta (usually a tiny fraction once the
+  sketch is in estimation mode), which lets the hashing skip most of the finalizer (see
+  :mod:`puffin.blobs._murmur3`); a small direct-mapped table of recently seen hashes drops
   repeats cheaply while the sketch is still exact;
 - kept candidates are buffered and reduced to the ``k`` smallest distinct with
   ``np.partition`` only when the buffer grows past a limit, lowering theta;
 - the column is cut into slices of :data:`TASK_ROWS` rows that a thread pool serializes and
   hashes (NumPy releases the GIL), each worker with its own accumulator; the per-worker
   results are merged exactly like a union;
-- integer-like slices whose values span a small range (dates, years, codes) are first reduced
-  to their distinct values, so repeats are never hashed.
+- integer-like columns and slices whose values span a small range (dates, years, codes) are
+  first reduced to their distinct values, so repeats are never hashed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from puffin.blobs._murmur3 import make_scratch, theta_hash_lanes, theta_hash_var
+from puffin.blobs.single_value import small_range_distinct
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray
@@ -51,10 +54,15 @@ __all__ = [
 
 #: Theta of a sketch in exact mode (Java's Long.MAX_VALUE).
 MAX_THETA = (1 << 63) - 1
-#: Rows hashed per NumPy step (512 KiB per uint64 temporary; measured best of 8 K to 128 K).
-CHUNK_ROWS = 65536
+#: Rows hashed per NumPy step (2 MiB per uint64 temporary).  Per-value cost is flat from 16 K
+#: to 256 K rows (L2 and L3 alike); larger steps mean fewer GIL round trips, which is what two
+#: threads contend on.
+CHUNK_ROWS = 262144
+#: Rows hashed per step while a worker's sketch is still exact, growing 4x per step up to
+#: CHUNK_ROWS: theta falls quickly, so the large steps that follow leave few candidates.
+FIRST_CHUNK_ROWS = 16384
 #: Rows per task handed to a worker thread (small enough to balance two or more threads).
-TASK_ROWS = 4 * CHUNK_ROWS
+TASK_ROWS = CHUNK_ROWS
 _SEEN_BITS = 16
 _SEEN_MIN_CANDIDATES = 1024
 
@@ -67,6 +75,19 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _sorted_distinct(values: U64) -> U64:
+    """The distinct values, ascending (sort and drop neighbours; cheaper than ``np.unique``,
+    which hashes first, for the few thousand values a sketch compacts)."""
+    values = np.sort(values)
+    if values.shape[0] > 1:
+        fresh = np.empty(values.shape[0], dtype=np.bool_)
+        fresh[0] = True
+        np.not_equal(values[1:], values[:-1], fresh[1:])
+        if not fresh.all():
+            values = values[fresh]
+    return values
+
+
 def k_smallest_distinct(pool: U64, k: int) -> tuple[U64, int | None]:
     """The ``k`` smallest distinct values of ``pool`` (sorted) and the ``(k+1)``-th, if any.
 
@@ -76,13 +97,13 @@ def k_smallest_distinct(pool: U64, k: int) -> tuple[U64, int | None]:
     """
     n = pool.shape[0]
     if n <= k:
-        return np.unique(pool), None
+        return _sorted_distinct(pool), None
     m = k + 1
     while True:
         if m >= n:
-            distinct = np.unique(pool)
+            distinct = _sorted_distinct(pool)
             break
-        distinct = np.unique(np.partition(pool, m - 1)[:m])
+        distinct = _sorted_distinct(np.partition(pool, m - 1)[:m])
         if distinct.shape[0] > k:
             break
         m = min(n, 2 * m + (k + 1 - distinct.shape[0]))
@@ -103,17 +124,9 @@ class Accumulator:
         self._limit = max(2 * self.k, 8192)
         self._seen: U64 | None = None
 
-    def add(self, hashes: U64, *, raw: bool = False) -> None:
-        """Offer theta hashes (the array may be reused by the caller afterwards).
-
-        With ``raw=True`` the array holds unshifted first halves ``h1``: comparing them with
-        ``2 * theta`` and shifting only the survivors saves a pass over every hash.
-        """
-        if raw:
-            candidates = hashes[hashes < np.uint64(2 * self.theta)]
-            candidates >>= np.uint64(1)
-        else:
-            candidates = hashes[hashes < np.uint64(self.theta)]
+    def add(self, hashes: U64) -> None:
+        """Offer theta hashes (the array may be reused by the caller afterwards)."""
+        candidates = hashes[hashes < np.uint64(self.theta)]
         if candidates.shape[0] == 0:
             return
         if candidates.shape[0] >= _SEEN_MIN_CANDIDATES:
@@ -190,27 +203,27 @@ def hash_rows(
     stop: int,
     worker: _Worker | None = None,
     *,
-    shift: bool = True,
+    below: int | None = None,
 ) -> U64:
-    """Theta hashes of the non-null, non-empty values in rows ``[start, stop)``.
+    """Theta hashes of the non-null, non-empty values in rows ``[start, stop)``, only those
+    under ``below`` when it is given (then in no particular order).
 
     The result may live in the worker's scratch space (valid until its next call).
-    ``shift=False`` returns raw ``h1`` values (see :meth:`Accumulator.add`).
     """
     if worker is None:
         worker = _Worker()
     if stop - start > CHUNK_ROWS:
         return np.concatenate(
             [
-                hash_rows(values, s, min(stop, s + CHUNK_ROWS), worker, shift=shift).copy()
+                hash_rows(values, s, min(stop, s + CHUNK_ROWS), worker, below=below).copy()
                 for s in range(start, stop, CHUNK_ROWS)
             ]
         )
     valid = None if values.valid is None else values.valid[start:stop]
     width = values.width
     if width is not None and width <= 16:
-        return _hash_fixed(values.data[start:stop], width, valid, worker, shift)
-    return _hash_variable(values, start, stop, valid, worker, shift)
+        return _hash_fixed(values.data[start:stop], width, valid, worker, below)
+    return _hash_variable(values, start, stop, valid, worker, below)
 
 
 def _hash_fixed(
@@ -218,7 +231,7 @@ def _hash_fixed(
     width: int,
     valid: NDArray[np.bool_] | None,
     worker: _Worker,
-    shift: bool,
+    below: int | None,
 ) -> U64:
     n = rows.shape[0]
     hi: U64 | None = None
@@ -236,7 +249,7 @@ def _hash_fixed(
     if valid is not None:
         lo = lo[valid]
         hi = None if hi is None else hi[valid]
-    return theta_hash_lanes(lo, hi, width, scratch=worker.scratch, shift=shift)
+    return theta_hash_lanes(lo, hi, width, scratch=worker.scratch, below=below)
 
 
 def _hash_variable(
@@ -245,7 +258,7 @@ def _hash_variable(
     stop: int,
     valid: NDArray[np.bool_] | None,
     worker: _Worker,
-    shift: bool,
+    below: int | None,
 ) -> U64:
     width = values.width
     if width is not None:  # fixed[L] with L > 16
@@ -274,14 +287,13 @@ def _hash_variable(
     if starts.shape[0] == 0:
         return np.empty(0, dtype=np.uint64)
     return theta_hash_var(
-        buf, starts, lengths, keep_order=False, scratch=worker.scratch, shift=shift
+        buf, starts, lengths, keep_order=False, scratch=worker.scratch, below=below
     )
 
 
 _INTEGER_LIKE = frozenset(
     {"int", "long", "date", "time", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}
 )
-_DEDUPE_MIN_ROWS = 4096
 
 
 def dedupe_small_range(part: SerializedValues) -> SerializedValues:
@@ -289,12 +301,12 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
 
     Low-cardinality columns (dates above all, also years, codes, small counters) repeat the
     same values over and over; when a slice's values fit a range of at most half its length,
-    a presence table over that range finds the distinct values in three cheap passes, and
-    only those are hashed.  The distinct set, hence the sketch, is unchanged.
+    only its distinct values are hashed (see :func:`small_range_distinct`).  The distinct set,
+    hence the sketch, is unchanged.
     """
     t = part.iceberg_type
     n = len(part)
-    if t.name not in _INTEGER_LIKE or n < _DEDUPE_MIN_ROWS:
+    if t.name not in _INTEGER_LIKE:
         return part
     width = part.width
     assert width in (4, 8)
@@ -303,14 +315,9 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
         values = values[part.valid]
     if values.shape[0] == 0:
         return part
-    head = values[:1024]  # a wide spread shows at once: skip the full passes
-    if int(head.max()) - int(head.min()) > values.shape[0] // 2:
+    distinct = small_range_distinct(values)
+    if distinct is None:
         return part
-    lo, hi = int(values.min()), int(values.max())
-    if hi - lo > values.shape[0] // 2:
-        return part
-    counts = np.bincount(np.subtract(values, lo, dtype=np.intp), minlength=hi - lo + 1)
-    distinct = (np.flatnonzero(counts) + lo).astype(f"<i{width}")
     return type(part)(t, distinct.view(np.uint8).reshape(-1, width), None, None)
 
 
@@ -330,6 +337,7 @@ def accumulate(
 
     def run(acc: Accumulator) -> None:
         worker = _Worker()
+        step = FIRST_CHUNK_ROWS
         while True:
             try:
                 task = jobs.get_nowait()
@@ -337,9 +345,12 @@ def accumulate(
                 return
             part = dedupe_small_range(task())
             n = len(part)
-            for c in range(0, n, CHUNK_ROWS):
-                hashes = hash_rows(part, c, min(n, c + CHUNK_ROWS), worker, shift=False)
-                acc.add(hashes, raw=True)
+            c = 0
+            while c < n:
+                stop = min(n, c + step)
+                acc.add(hash_rows(part, c, stop, worker, below=acc.theta))
+                c = stop
+                step = min(CHUNK_ROWS, 4 * step)
 
     if workers == 1:
         run(accumulators[0])

@@ -933,33 +933,53 @@ def _serialize_piece(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
 
 
 _DISTINCT_MIN_ROWS = 4096
+_DISTINCT_STEP = 1 << 18
+
+
+def small_range_distinct(values: NDArray[Any], *, nat: bool = False) -> NDArray[Any] | None:
+    """The distinct values (ascending) of a 1-D integer array spanning at most half its length.
+
+    Returns ``None`` when the range is wider, so nothing would be gained, and, with ``nat``,
+    when the smallest int64 (NumPy's NaT) is present.  Values are marked in a presence
+    table over the range, in cache-sized steps: about 2 ns a value, less than hashing it.
+    """
+    n = values.shape[0]
+    if n < _DISTINCT_MIN_ROWS:
+        return None
+    head = values[:1024]  # a wide spread shows at once: skip the full passes
+    if int(head.max()) - int(head.min()) > n // 2:
+        return None
+    lo = int(values.min())
+    if nat and lo == _NAT:
+        return None
+    hi = int(values.max())
+    if hi - lo > n // 2:
+        return None
+    present = np.zeros(hi - lo + 1, dtype=np.bool_)
+    offsets = np.empty(min(n, _DISTINCT_STEP), dtype=np.intp)
+    for start in range(0, n, _DISTINCT_STEP):
+        part = values[start : start + _DISTINCT_STEP]
+        step = offsets[: part.shape[0]]
+        np.subtract(part, lo, out=step, dtype=np.intp)
+        present[step] = True
+    distinct: NDArray[Any] = (np.flatnonzero(present) + lo).astype(values.dtype)
+    return distinct
 
 
 def distinct_if_small_range(values: NDArray[Any]) -> NDArray[Any] | None:
     """The distinct values of a 1-D integer/datetime array spanning at most half its length.
 
     Returns ``None`` (nothing gained) for other arrays, for wider ranges and when NaT is
-    present.  A count table over the range finds them in a few linear passes.
+    present.
     """
-    n = values.shape[0] if values.ndim == 1 else 0
     kind = values.dtype.kind
-    if n < _DISTINCT_MIN_ROWS or kind not in "iuMm" or isinstance(values, np.ma.MaskedArray):
+    if values.ndim != 1 or kind not in "iuMm" or isinstance(values, np.ma.MaskedArray):
         return None
     if kind == "u" and values.dtype.itemsize == 8:
         return None
     raw = values.view(np.int64) if kind in "Mm" else values
-    head = raw[:1024]  # a wide spread shows at once: skip the full passes
-    if int(head.max()) - int(head.min()) > n // 2:
-        return None
-    lo = int(raw.min())
-    if kind in "Mm" and lo == _NAT:
-        return None
-    hi = int(raw.max())
-    if hi - lo > n // 2:
-        return None
-    offsets = np.subtract(raw, lo, dtype=np.intp)
-    present = np.flatnonzero(np.bincount(offsets, minlength=hi - lo + 1))
-    return (present + lo).astype(raw.dtype).view(values.dtype)
+    distinct = small_range_distinct(raw, nat=kind in "Mm")
+    return None if distinct is None else distinct.view(values.dtype)
 
 
 def _serialize_distinct(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
@@ -987,6 +1007,12 @@ def serialize_tasks(
     t = parse_type(iceberg_type)
     tasks: list[Callable[[], SerializedValues]] = []
     for kind, piece in _pieces(values):
+        if distinct and kind == "numpy" and t.name != "boolean":
+            # The whole array first: a low-cardinality column (dates above all) then
+            # serializes and hashes only its distinct values.  Slices are tried again in
+            # the jobs, for clustered columns whose range is only small locally.
+            reduced = distinct_if_small_range(piece)
+            piece = piece if reduced is None else reduced
         lazy = kind == "arrow" or (kind == "numpy" and piece.dtype.kind != "O" and piece.ndim)
         if lazy:
             serialize = _serialize_distinct if distinct and kind == "numpy" else _serialize_piece
