@@ -871,7 +871,7 @@ def _seconds_reading_by_metadata(n: int) -> float:
     best = float("inf")
     with puffin.open(out.getvalue()) as reader:
         blobs = reader.blobs
-        for _ in range(3):
+        for _ in range(5):
             start = time.perf_counter()
             for blob in blobs:
                 reader.read_blob(blob)
@@ -883,9 +883,10 @@ def _seconds_reading_by_metadata(n: int) -> float:
 # `for b in reader.blobs: reader.read_blob(b)` was quadratic (6,000 blobs: ~1 s against 8 ms
 # by index).  Fixed in reader.py; kept as a regression test.
 def test_reading_every_blob_by_metadata_is_linear() -> None:
-    small, large = _seconds_reading_by_metadata(1000), _seconds_reading_by_metadata(4000)
-    # Four times the blobs: about four times the time if linear, sixteen if quadratic.
-    assert large / small < 8, (small, large)
+    small, large = _seconds_reading_by_metadata(2000), _seconds_reading_by_metadata(16000)
+    # Eight times the blobs: about eight times the time if linear, 64 if quadratic.  The wide
+    # margin absorbs a noisy machine (a 1 ms run can take 10 ms when another job preempts it).
+    assert large / small < 24, (small, large)
 
 
 def _typed_file(kind: str, value: str) -> bytes:
