@@ -11,8 +11,9 @@ NumPy ufuncs, and finalized.  Two entry points cover the key shapes:
 - :func:`theta_hash_var` for variable-length keys in one byte buffer (strings, binary,
   decimals), vectorized by processing block *j* of every key at once.
 
-Both return ``h1 >> 1`` as uint64, the value a Theta sketch compares with theta.  Callers keep
-chunks to tens of thousands of values so the temporaries stay in cache.
+Both return ``h1 >> 1`` as uint64, the value a Theta sketch compares with theta.  Callers hash
+in chunks (up to a few hundred thousand keys) and pass reusable scratch space, so the
+temporaries stay in cache and nothing is allocated per chunk.
 
 A sketch past its first few thousand values keeps only hashes below a small theta, so both also
 take ``below``: return only the hashes under it.  That saves work in the finalizer, the only
@@ -59,7 +60,9 @@ _N1 = _const(0x52DCE729)
 _N2 = _const(0x38495AB5)
 _FIVE = _const(5)
 _ONE = _const(1)
-_S31, _S33 = _const(31), _const(33)
+_S33 = _const(33)
+#: Shift amounts (r, 64 - r) for each rotation MurmurHash3 uses.
+_ROT = {r: (_const(r), _const(64 - r)) for r in (27, 31, 33)}
 #: |fmix's last xor-shift| < 2^31 per half, so it moves h1 = fA + fB by less than this.
 _WINDOW = 1 << 32
 _WINDOW_C = _const(_WINDOW)
@@ -74,8 +77,9 @@ _BYTE_MASKS = np.array([(1 << (8 * r)) - 1 for r in range(9)], dtype=np.uint64)
 
 def _rotl(x: U64, r: int, tmp: U64) -> None:
     """x = rotl64(x, r) in place."""
-    _shr(x, _const(64 - r), tmp)
-    _shl(x, _const(r), x)
+    left, right = _ROT[r]
+    _shr(x, right, tmp)
+    _shl(x, left, x)
     _or(x, tmp, x)
 
 

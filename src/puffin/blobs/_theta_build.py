@@ -54,12 +54,12 @@ __all__ = [
 
 #: Theta of a sketch in exact mode (Java's Long.MAX_VALUE).
 MAX_THETA = (1 << 63) - 1
-#: Rows hashed per NumPy step (2 MiB per uint64 temporary).  Per-value cost is flat from 16 K
-#: to 256 K rows (L2 and L3 alike); larger steps mean fewer GIL round trips, which is what two
-#: threads contend on.
+#: Rows hashed per NumPy step (2 MiB per uint64 temporary, 12 MiB of scratch per worker).
+#: Per-value cost is flat from 16 K to 256 K rows (L2 and L3 alike); larger steps mean fewer
+#: GIL round trips, which is what two threads contend on.
 CHUNK_ROWS = 262144
-#: Rows hashed per step while a worker's sketch is still exact, growing 4x per step up to
-#: CHUNK_ROWS: theta falls quickly, so the large steps that follow leave few candidates.
+#: Rows in a worker's first step; each step is 4x the last, up to CHUNK_ROWS.  Theta falls
+#: during the small steps, so the large ones that follow leave few candidates.
 FIRST_CHUNK_ROWS = 16384
 #: Rows per task handed to a worker thread (small enough to balance two or more threads).
 TASK_ROWS = CHUNK_ROWS

@@ -941,7 +941,7 @@ def small_range_distinct(values: NDArray[Any], *, nat: bool = False) -> NDArray[
 
     Returns ``None`` when the range is wider, so nothing would be gained, and, with ``nat``,
     when the smallest int64 (NumPy's NaT) is present.  Values are marked in a presence
-    table over the range, in cache-sized steps: about 2 ns a value, less than hashing it.
+    table over the range, in cache-sized steps: under 3 ns a value, half the cost of hashing it.
     """
     n = values.shape[0]
     if n < _DISTINCT_MIN_ROWS:
