@@ -202,7 +202,7 @@ def theta_hash_lanes(
     """Theta hashes of keys of ``length`` bytes (1..16), all of the same length.
 
     ``lo`` holds bytes 0-7 of every key as a little-endian lane (any unsigned dtype: narrower
-    lanes are widened on the fly), ``hi`` bytes 8-15 (``None`` when ``length <= 8``); bytes
+    lanes are zero-extended), ``hi`` bytes 8-15 (``None`` when ``length <= 8``); bytes
     past ``length`` must be zero.  ``lo`` and ``hi`` are not modified.  ``scratch`` (see
     :func:`make_scratch`) avoids allocating per call; the result then lives in it and is
     overwritten by the next call with the same scratch.  ``shift=False`` returns the raw
@@ -226,7 +226,11 @@ def theta_hash_lanes(
         _mix_length(h1, h2, _const(16))
         return _finalize(both, tmp2, below, shift)
     # Tail-only key: h1 = seed ^ mix1(k1), h2 = seed ^ mix2(k2).
-    _mul(lo, _C1, h1)  # the first step of mix1, widening lo on the fly
+    if lo.dtype.itemsize < 8:  # widen first: a cast and a uint64 multiply beat a mixed one
+        np.copyto(h1, lo, casting="unsafe")
+        _mul(h1, _C1, h1)
+    else:
+        _mul(lo, _C1, h1)  # the first step of mix1
     _rotl(h1, 31, tmp)
     _mul(h1, _C2, h1)
     if length > 8:
