@@ -785,6 +785,22 @@ def test_ndv_is_javas_truncated_estimate(n: int, seed: int) -> None:
     assert abs(sketch.ndv - sketch.estimate) < 1 + 1e-9 * sketch.estimate
 
 
+def test_clustered_column_matches_oracles() -> None:
+    # The whole column spans 2^40 (no whole-array de-duplication), but the first and last
+    # 256 K-row slices span 1,000 values each, so they are reduced on their own: NumPy input
+    # before serializing, Arrow input after.
+    rng = np.random.default_rng(5)
+    blocks = [base + rng.integers(0, 1000, size=300_000) for base in (0, 2**40, -(2**40))]
+    values = np.concatenate(blocks)
+    theirs = ds_canonical(values.tolist())
+    for column in (values, pa.array(values)):
+        assert_same_as_ds(ThetaSketch.from_values(column, "long"), theirs)
+        assert_same_as_ds(ThetaSketch.from_values(column, "long", threads=1), theirs)
+    with_nulls = np.ma.masked_array(values, mask=values % 5 == 0)
+    kept = values[values % 5 != 0].tolist()
+    assert_same_as_ds(ThetaSketch.from_values(with_nulls, "long"), ds_canonical(kept))
+
+
 def test_builder_update_is_all_or_nothing() -> None:
     builder = ThetaSketchBuilder("int", threads=2)
     builder.update(np.arange(1000, dtype=np.int64))
