@@ -787,8 +787,8 @@ def test_ndv_is_javas_truncated_estimate(n: int, seed: int) -> None:
 
 def test_clustered_column_matches_oracles() -> None:
     # The whole column spans 2^40 (no whole-array de-duplication), but the first and last
-    # 256 K-row slices span 1,000 values each, so they are reduced on their own: NumPy input
-    # before serializing, Arrow input after.
+    # 256 K-row slices span 1,000 values each, so they are reduced on their own after
+    # serializing, for NumPy and Arrow input alike.
     rng = np.random.default_rng(5)
     blocks = [base + rng.integers(0, 1000, size=300_000) for base in (0, 2**40, -(2**40))]
     values = np.concatenate(blocks)

@@ -313,9 +313,7 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
     values = part.data.view(f"<i{width}").reshape(n)
     if part.valid is not None:
         values = values[part.valid]
-    if values.shape[0] == 0:
-        return part
-    distinct = small_range_distinct(values)
+    distinct = small_range_distinct(values)  # None for short or wide slices
     if distinct is None:
         return part
     return type(part)(t, distinct.view(np.uint8).reshape(-1, width), None, None)

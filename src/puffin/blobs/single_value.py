@@ -982,11 +982,6 @@ def distinct_if_small_range(values: NDArray[Any]) -> NDArray[Any] | None:
     return None if distinct is None else distinct.view(values.dtype)
 
 
-def _serialize_distinct(kind: str, piece: Any, t: IcebergType) -> SerializedValues:
-    reduced = distinct_if_small_range(piece) if t.name != "boolean" else None
-    return _serialize_piece(kind, piece if reduced is None else reduced, t)
-
-
 def _iter_serialized(values: Any, t: IcebergType) -> Iterator[SerializedValues]:
     """Serialize ``values`` piece by piece (one piece per Arrow chunk)."""
     for kind, piece in _pieces(values):
@@ -1001,24 +996,23 @@ def serialize_tasks(
     NumPy and Arrow inputs are sliced without copying and serialized when a job runs, so a
     thread pool can convert and hash slices in parallel while they are still in cache; other
     inputs are serialized here and their result is sliced.  With ``distinct=True`` (for
-    sketches, which only see the set of values) a NumPy integer or datetime slice whose values
+    sketches, which only see the set of values) a NumPy integer or datetime array whose values
     span a small range is first reduced to its distinct values.
     """
     t = parse_type(iceberg_type)
     tasks: list[Callable[[], SerializedValues]] = []
     for kind, piece in _pieces(values):
         if distinct and kind == "numpy" and t.name != "boolean":
-            # The whole array first: a low-cardinality column (dates above all) then
-            # serializes and hashes only its distinct values.  Slices are tried again in
-            # the jobs, for clustered columns whose range is only small locally.
+            # A low-cardinality column (dates above all) then serializes and hashes only
+            # its distinct values.  Clustered columns, whose range is only small slice by
+            # slice, are reduced after serializing (``_theta_build.dedupe_small_range``).
             reduced = distinct_if_small_range(piece)
             piece = piece if reduced is None else reduced
         lazy = kind == "arrow" or (kind == "numpy" and piece.dtype.kind != "O" and piece.ndim)
         if lazy:
-            serialize = _serialize_distinct if distinct and kind == "numpy" else _serialize_piece
             for s in range(0, len(piece), rows):
                 part = piece.slice(s, rows) if kind == "arrow" else piece[s : s + rows]
-                tasks.append(partial(serialize, kind, part, t))
+                tasks.append(partial(_serialize_piece, kind, part, t))
         else:
             done = _serialize_piece(kind, piece, t)
             n = len(done)
