@@ -25,6 +25,7 @@ from puffin.codecs import Codec, available_codecs, get_codec, register_codec
 from puffin.errors import (
     CodecError,
     DeletionVectorError,
+    IntegrationError,
     InvalidBlobError,
     InvalidFileError,
     InvalidFooterError,
@@ -32,6 +33,7 @@ from puffin.errors import (
     PuffinError,
     ThetaSketchError,
     UnknownCodecError,
+    UsageError,
 )
 from puffin.layout import MAGIC
 from puffin.limits import Limits
@@ -57,6 +59,8 @@ _LAZY: dict[str, str] = {
     "APACHE_DATASKETCHES_THETA_V1": "puffin.blobs.theta",
     "serialize_value": "puffin.blobs.single_value",
     "serialize_values": "puffin.blobs.single_value",
+    "verify_file": "puffin.blobs.verify",
+    "Problem": "puffin.blobs.verify",
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -77,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         add_theta_blob,
         read_theta_blobs,
     )
+    from puffin.blobs.verify import Problem, verify_file
 
 
 def __getattr__(name: str) -> Any:
@@ -92,28 +97,46 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
+# Written out in full (not built from _LAZY) so that type checkers see every export.
 __all__ = [
+    "APACHE_DATASKETCHES_THETA_V1",
+    "DELETION_VECTOR_V1",
     "MAGIC",
     "BlobMetadata",
     "Codec",
     "CodecError",
+    "DeletionVector",
+    "DeletionVectorEntry",
     "DeletionVectorError",
     "FileMetadata",
+    "IntegrationError",
     "InvalidBlobError",
     "InvalidFileError",
     "InvalidFooterError",
     "LimitExceededError",
     "Limits",
+    "Problem",
     "PuffinError",
     "PuffinReader",
     "PuffinWriter",
+    "ThetaBlob",
+    "ThetaSketch",
+    "ThetaSketchBuilder",
     "ThetaSketchError",
     "UnknownCodecError",
+    "UsageError",
     "__version__",
+    "add_theta_blob",
     "available_codecs",
     "create",
     "get_codec",
     "open",
+    "read_deletion_vector",
+    "read_deletion_vectors",
+    "read_theta_blobs",
     "register_codec",
-    *_LAZY,
+    "serialize_value",
+    "serialize_values",
+    "verify_file",
+    "write_deletion_vectors",
 ]

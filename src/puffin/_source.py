@@ -8,7 +8,9 @@ positional and thread-safe: ``os.pread`` on paths, slices on bytes, a lock aroun
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 import threading
 from typing import IO, Any, Protocol, Union
 
@@ -63,10 +65,17 @@ class _BytesSource:
 class _PathSource:
     def __init__(self, path: str, file_size: int | None) -> None:
         self.name: str | None = path
-        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
         self._fd = os.open(path, flags)
         try:
-            actual = os.fstat(self._fd).st_size
+            info = os.fstat(self._fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise InvalidFileError(
+                    f"{_kind(info.st_mode)}, not a regular file: cannot be read as a Puffin file",
+                    location=path,
+                )
+            actual = info.st_size
         except BaseException:
             os.close(self._fd)
             raise
@@ -98,6 +107,18 @@ class _PathSource:
             self._fd = -1
 
 
+def _kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+_TEXT_MODE = "the file object was opened in text mode: open the file in binary mode ('rb')"
+
+
 class _FileObjectSource:
     def __init__(self, fileobj: Any, file_size: int | None) -> None:
         self._file = fileobj
@@ -122,6 +143,8 @@ class _FileObjectSource:
             got = 0
             while got < length:
                 chunk = self._file.read(length - got)
+                if isinstance(chunk, str):
+                    raise TypeError(_TEXT_MODE)
                 if not chunk:
                     raise _short_read(offset, length, got)
                 parts.append(bytes(chunk))
@@ -132,12 +155,16 @@ class _FileObjectSource:
         pass  # the caller owns the file object
 
 
-def open_source(source: Source, *, file_size: int | None = None) -> RandomAccessSource:
+def open_source(
+    source: Source, *, file_size: int | None = None, file_io: Any = None
+) -> RandomAccessSource:
     """Wrap ``source`` for positional reads.
 
     ``file_size`` skips the size lookup (as Iceberg's ``file-size-in-bytes`` does); the
     reader then treats the file as ending there.  Paths are opened here and closed by
-    :meth:`RandomAccessSource.close`; file objects stay the caller's to close.
+    :meth:`RandomAccessSource.close`; file objects stay the caller's to close.  URLs and
+    pyiceberg InputFiles (read through ``file_io``, a FileIO, when given) are in
+    :mod:`puffin._url`.
     """
     if file_size is not None and (
         isinstance(file_size, bool) or not isinstance(file_size, int) or file_size < 0
@@ -150,8 +177,17 @@ def open_source(source: Source, *, file_size: int | None = None) -> RandomAccess
                 f"file_size {file_size} does not match the {src.size} bytes given"
             )
         return src
+    from puffin import _url  # imports this module: not at the top
+
+    if _url.is_url(source) or _url.is_input_file(source):
+        path = _url.local_path(source) if isinstance(source, str) else None
+        if path is None:
+            return _url.open_url_source(source, file_size=file_size, io=file_io)
+        source = path
     if isinstance(source, (str, os.PathLike)):
         return _PathSource(os.fspath(source), file_size)
+    if isinstance(source, io.TextIOBase):  # would fail later with a UnicodeDecodeError
+        raise TypeError(_TEXT_MODE)
     if hasattr(source, "read") and hasattr(source, "seek"):
         return _FileObjectSource(source, file_size)
     raise TypeError(

@@ -10,7 +10,8 @@ the caller's cap before anything is allocated.
 from __future__ import annotations
 
 import struct
-from typing import Protocol, runtime_checkable
+import threading
+from typing import Any, Protocol, runtime_checkable
 
 from puffin.errors import CodecError, LimitExceededError, UnknownCodecError
 
@@ -23,10 +24,10 @@ __all__ = [
     "register_codec",
 ]
 
-# Above this declared size, decompress incrementally so memory follows the real output,
-# not what a (possibly hostile) frame header claims.
-_STREAM_THRESHOLD = 16 << 20
+# Output is produced at most this much at a time, so memory follows the real output, not
+# what a (possibly hostile) frame header claims.
 _CHUNK = 4 << 20
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @runtime_checkable
@@ -52,7 +53,13 @@ def _too_large(codec: str, declared: int, max_size: int) -> LimitExceededError:
 
 
 class ZstdCodec:
-    """Zstandard, written as Iceberg Java writes it: level 3, content size and checksum."""
+    """Zstandard, written as Iceberg Java writes it: level 3, content size and checksum.
+
+    Decoding never trusts the frame: the declared size is checked against the cap, the
+    frame's end is found from its block headers (so trailing bytes and truncation are
+    caught before decoding), and the output is read in chunks of at most 4 MiB, stopping
+    one byte past the declared size.  Memory follows the real output, never the claim.
+    """
 
     name = "zstd"
 
@@ -70,48 +77,76 @@ class ZstdCodec:
     def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:
         import zstandard
 
+        view = memoryview(data).cast("B")
         try:
-            declared = zstandard.frame_content_size(data)
+            declared = zstandard.frame_content_size(view)
+            header = zstandard.frame_header_size(view)
         except zstandard.ZstdError as exc:
             raise CodecError(f"not a zstd frame: {exc}") from None
         if declared < 0:
             raise CodecError("zstd frame has no content size (the spec requires it)")
         if declared > max_size:
             raise _too_large("zstd", declared, max_size)
-        dctx = zstandard.ZstdDecompressor()
+        end = _zstd_frame_end(view, header)
+        if end < len(view):
+            raise CodecError(f"{len(view) - end} bytes follow the zstd frame")
         try:
-            if declared <= _STREAM_THRESHOLD:
-                out = dctx.decompress(data, max_output_size=declared, allow_extra_data=False)
-            else:
-                out = self._decompress_incrementally(dctx, data, declared)
+            reader = _zstd_decompressor().stream_reader(view, read_across_frames=False)
+            out = _read_bounded(reader, declared)
         except zstandard.ZstdError as exc:
             raise CodecError(f"corrupt zstd frame: {exc}") from None
         if len(out) != declared:
-            raise CodecError(
-                f"zstd frame declares {declared} bytes of content but holds {len(out)}"
-            )
+            got = "more" if len(out) > declared else str(len(out))
+            raise CodecError(f"zstd frame declares {declared} bytes of content but holds {got}")
         return out
 
-    @staticmethod
-    def _decompress_incrementally(dctx: object, data: bytes | bytearray | memoryview,
-                                  declared: int) -> bytes:
+
+_THREAD = threading.local()
+
+
+def _zstd_decompressor() -> Any:
+    """One decompression context per thread: making one costs more than decoding 32 KiB."""
+    dctx = getattr(_THREAD, "zstd", None)
+    if dctx is None:
         import zstandard
 
-        assert isinstance(dctx, zstandard.ZstdDecompressor)
-        obj = dctx.decompressobj(write_size=_CHUNK)
-        out = bytearray()
-        view = memoryview(data)
-        for start in range(0, len(view), _CHUNK):
-            out += obj.decompress(view[start : start + _CHUNK])
-            if len(out) > declared:
-                raise CodecError(f"zstd frame holds more than its declared {declared} bytes")
-            if obj.eof:
-                break
-        if not obj.eof:
+        dctx = _THREAD.zstd = zstandard.ZstdDecompressor()
+    return dctx
+
+
+def _zstd_frame_end(view: memoryview, header: int) -> int:
+    """Where the zstd frame starting at 0 ends, from its block headers (RFC 8878 3.1.1)."""
+    if bytes(view[:4]) != _ZSTD_MAGIC:
+        raise CodecError("not a zstd frame (a skippable frame or a bad magic number)")
+    checksum = 4 if view[4] & 0x04 else 0
+    pos = header
+    while True:
+        if pos + 3 > len(view):
             raise CodecError("zstd frame is truncated")
-        if obj.unused_data:
-            raise CodecError(f"{len(obj.unused_data)} bytes follow the zstd frame")
-        return bytes(out)
+        block = view[pos] | view[pos + 1] << 8 | view[pos + 2] << 16
+        kind, size = (block >> 1) & 3, block >> 3
+        if kind == 3:
+            raise CodecError(f"zstd block at byte {pos} of the frame has the reserved type 3")
+        pos += 3 + (1 if kind == 1 else size)
+        if block & 1:
+            break
+    if pos + checksum > len(view):
+        raise CodecError("zstd frame is truncated")
+    return pos + checksum
+
+
+def _read_bounded(reader: Any, declared: int) -> bytes:
+    """Read at most ``declared + 1`` bytes from ``reader``, one chunk at a time."""
+    with reader:
+        parts: list[bytes] = []
+        got = 0
+        while got <= declared:
+            part = reader.read(min(declared + 1 - got, _CHUNK))
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 _LZ4_MAGIC = 0x184D2204

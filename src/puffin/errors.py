@@ -1,31 +1,71 @@
-"""Errors raised for bad input.
+"""Every error this library raises on purpose, in two trees.
 
-Every problem with a file or a payload raises a subclass of :class:`PuffinError`, which is
-itself a :class:`ValueError`, so callers can catch one type.  The message names what is
-wrong and where: a byte offset, a footer field, a blob index, or a caller-given location.
+:class:`PuffinError` (a :class:`ValueError`) is about bytes: a file, footer or payload that
+breaks a rule.  Its message names what is wrong and where: ``offset`` is always a byte
+offset **in the file** (a position inside a decompressed payload goes into the message),
+``field`` a footer field, ``blob_index`` the blob's position in the footer, ``location`` a
+caller-given place such as a path.  Context found higher up the call stack is added once,
+with :meth:`PuffinError.with_context`.
+
+:class:`IntegrationError` is about everything around the bytes, raised by the command line,
+the Iceberg and the Spark integrations.  The CLI maps each branch to an exit status::
+
+    PuffinError                 malformed or unacceptable input            exit 1
+    IntegrationError
+      UsageError                an argument the caller gave is unacceptable exit 2
+        ColumnNotFoundError     a column name or field id that does not exist
+      MissingDependencyError    an optional extra is not installed          exit 2
+      SetupError                the environment cannot run the job          exit 2
+        JavaNotFoundError       (Spark) no Java 17 or later
+      TableError                an Iceberg table, catalog or snapshot       exit 1
+        NotFoundError           a catalog, table, snapshot or statistics file is missing
+          CatalogNotFoundError, TableNotFoundError, SnapshotNotFoundError,
+          StatisticsNotFoundError
+        UnsupportedTableError   a table feature this library does not handle
+        TableMetadataError      table metadata that breaks the Iceberg spec
+        CommitConflictError     a commit lost to concurrent commits, after retries
 """
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 __all__ = [
+    "CatalogNotFoundError",
     "CodecError",
+    "ColumnNotFoundError",
+    "CommitConflictError",
     "DeletionVectorError",
+    "IntegrationError",
     "InvalidBlobError",
     "InvalidFileError",
     "InvalidFooterError",
+    "JavaNotFoundError",
     "LimitExceededError",
+    "MissingDependencyError",
+    "NotFoundError",
     "PuffinError",
+    "SetupError",
+    "SnapshotNotFoundError",
+    "StatisticsNotFoundError",
+    "TableError",
+    "TableMetadataError",
+    "TableNotFoundError",
     "ThetaSketchError",
     "UnknownCodecError",
+    "UnsupportedTableError",
+    "UsageError",
 ]
+
+_E = TypeVar("_E", bound="PuffinError")
 
 
 class PuffinError(ValueError):
     """Base of every error this library raises for malformed or unacceptable input.
 
-    ``offset`` (a byte offset in the file or payload), ``field`` (a footer field name) and
-    ``blob_index`` (position of the blob in the footer) are set when known and are also
-    written into the message.
+    ``offset`` (a byte offset in the file), ``field`` (a footer field name), ``blob_index``
+    (position of the blob in the footer) and ``location`` (a path or other place) are set
+    when known and are also written into the message.
     """
 
     def __init__(
@@ -42,16 +82,46 @@ class PuffinError(ValueError):
         self.field = field
         self.blob_index = blob_index
         self.location = location
+        super().__init__(self._render())
+
+    def _render(self) -> str:
         where = []
-        if location is not None:
-            where.append(location)
-        if blob_index is not None:
-            where.append(f"blob {blob_index}")
-        if field is not None:
-            where.append(f"field {field!r}")
-        if offset is not None:
-            where.append(f"offset {offset}")
-        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+        if self.location is not None:
+            where.append(self.location)
+        if self.blob_index is not None:
+            where.append(f"blob {self.blob_index}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{self.reason} ({', '.join(where)})" if where else self.reason
+
+    def with_context(
+        self: _E,
+        *,
+        offset: int | None = None,
+        field: str | None = None,
+        blob_index: int | None = None,
+        location: str | None = None,
+        prefix: str | None = None,
+    ) -> _E:
+        """Fill in what the raiser could not know; context already set is kept.
+
+        ``prefix`` goes before the reason (``"compressed footer payload: …"``).  Returns
+        ``self``, so a caller writes ``raise exc.with_context(blob_index=i) from None``.
+        """
+        if prefix is not None:
+            self.reason = f"{prefix}: {self.reason}"
+        if self.offset is None:
+            self.offset = offset
+        if self.field is None:
+            self.field = field
+        if self.blob_index is None:
+            self.blob_index = blob_index
+        if self.location is None:
+            self.location = location
+        self.args = (self._render(),)
+        return self
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keep keyword-only context across pickling (multiprocessing, Spark executors).
@@ -102,3 +172,69 @@ class DeletionVectorError(InvalidBlobError):
 
 class ThetaSketchError(InvalidBlobError):
     """An ``apache-datasketches-theta-v1`` payload is invalid."""
+
+
+# -- integrations -------------------------------------------------------------------------
+
+
+class IntegrationError(Exception):
+    """Base of the errors the integrations (CLI, Iceberg, Spark) raise about anything but bytes."""
+
+
+class UsageError(IntegrationError, ValueError):
+    """An argument the caller gave is unacceptable (``lg_k=4``, an unknown engine)."""
+
+
+class ColumnNotFoundError(UsageError, LookupError):
+    """A column name or field id that the table's schema does not have."""
+
+
+class MissingDependencyError(IntegrationError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class SetupError(IntegrationError, RuntimeError):
+    """The environment cannot run the job (for Spark: Java, the session)."""
+
+
+class JavaNotFoundError(SetupError):
+    """No Java 17 or later was found for Spark."""
+
+
+class TableError(IntegrationError):
+    """An Iceberg table, catalog or snapshot is missing, unsupported or inconsistent."""
+
+
+class NotFoundError(TableError, LookupError):
+    """A catalog, namespace, table, snapshot or statistics file that does not exist."""
+
+
+class CatalogNotFoundError(NotFoundError):
+    """No catalog of that name is configured."""
+
+
+class TableNotFoundError(NotFoundError):
+    """The catalog has no table of that name."""
+
+
+class SnapshotNotFoundError(NotFoundError):
+    """The table has no such snapshot (or no snapshot at all)."""
+
+
+class StatisticsNotFoundError(NotFoundError):
+    """The snapshot has no statistics file."""
+
+
+class UnsupportedTableError(TableError, NotImplementedError):
+    """The table uses a feature this library does not handle (the message says which)."""
+
+
+class TableMetadataError(TableError, ValueError):
+    """Table metadata (manifests, delete files) that breaks the Iceberg spec."""
+
+
+class CommitConflictError(TableError):
+    """A commit kept losing to concurrent commits and was given up after bounded retries.
+
+    Nothing it wrote is left behind.
+    """

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from puffin.errors import InvalidFooterError
+from puffin.errors import InvalidFooterError, PuffinError
+from puffin.limits import DEFAULT_LIMITS, Limits, json_cap_violation
 
 __all__ = ["BlobMetadata", "FileMetadata"]
 
@@ -153,48 +154,19 @@ class FileMetadata:
         return self.to_json().encode("utf-8")
 
     @classmethod
-    def from_json(cls, payload: str | bytes | bytearray | memoryview) -> FileMetadata:
+    def from_json(
+        cls, payload: str | bytes | bytearray | memoryview, *, limits: Limits | None = None
+    ) -> FileMetadata:
         """Parse a footer payload (UTF-8 bytes or text), strictly.
 
-        Raises :class:`~puffin.InvalidFooterError` naming the blob and field at fault.
+        Raises :class:`~puffin.InvalidFooterError` naming the blob and field at fault, and
+        the byte of the payload where the JSON goes wrong; ``limits`` bounds the JSON's
+        nesting and size (see :class:`~puffin.Limits`).
         """
-        raw_surrogates = False
-        if isinstance(payload, str):
-            text = payload
-            # Text handed in directly may hold raw surrogates; decoded UTF-8 cannot.
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                raw_surrogates = True
-        else:
-            try:
-                text = bytes(payload).decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InvalidFooterError(
-                    f"footer payload is not valid UTF-8: {exc.reason}", offset=exc.start
-                ) from None
         try:
-            doc = json.loads(
-                text,
-                object_pairs_hook=_no_duplicate_keys,
-                parse_constant=_reject_constant,
-            )
-        except json.JSONDecodeError as exc:
-            raise InvalidFooterError(
-                f"footer payload is not valid JSON: {exc.msg} at line {exc.lineno} "
-                f"column {exc.colno}",
-                offset=exc.pos,
-            ) from None
-        except RecursionError:
-            raise InvalidFooterError("footer payload JSON is nested too deeply") from None
-        except ValueError as exc:
-            # Python refuses to parse integers of more than 4,300 digits; no valid footer
-            # holds one (every integer is at most 64 bits).
-            raise InvalidFooterError(f"footer payload holds an absurd number: {exc}") from None
-        # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
-        return cls.from_json_dict(
-            doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
-        )
+            return parse_footer_payload(payload, limits or DEFAULT_LIMITS)
+        except PayloadError as at:
+            raise at.located("footer payload") from None
 
     @classmethod
     def from_json_dict(cls, doc: object, *, check_text: bool = True) -> FileMetadata:
@@ -226,8 +198,61 @@ class FileMetadata:
 # --- parsing helpers ---------------------------------------------------------------------
 
 
-class _DuplicateKey(Exception):
-    pass
+class PayloadError(Exception):
+    """A footer error at a byte of the payload, before the caller places it in a file."""
+
+    def __init__(self, error: PuffinError, position: int) -> None:
+        super().__init__(error, position)
+        self.error = error
+        self.position = position
+
+    def located(self, payload: str, *, offset: int | None = None) -> PuffinError:
+        """The error, its message naming the byte of ``payload``; ``offset`` in the file."""
+        self.error.reason = f"{self.error.reason} (at byte {self.position} of the {payload})"
+        return self.error.with_context(offset=offset)
+
+
+def parse_footer_payload(
+    payload: str | bytes | bytearray | memoryview, limits: Limits
+) -> FileMetadata:
+    """:meth:`FileMetadata.from_json`, raising :class:`PayloadError` for positioned errors."""
+    raw_surrogates = False
+    if isinstance(payload, str):
+        text = payload
+        # Text handed in directly may hold raw surrogates; decoded UTF-8 cannot.
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raw_surrogates = True
+            data = text.encode("utf-8", "surrogatepass")
+    else:
+        data = payload if isinstance(payload, bytes) else bytes(payload)
+        try:
+            text = str(payload, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise PayloadError(InvalidFooterError(
+                f"footer payload is not valid UTF-8: {exc.reason}"), exc.start) from None
+    violation = json_cap_violation(data, limits)
+    if violation is not None:
+        raise PayloadError(*violation)
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys,
+                         parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        position = len(text[: exc.pos].encode("utf-8", "surrogatepass"))
+        raise PayloadError(InvalidFooterError(
+            f"footer payload is not valid JSON: {exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}"), position) from None
+    except RecursionError:  # only with max_json_depth raised into the thousands
+        raise InvalidFooterError("footer payload JSON is nested too deeply") from None
+    except ValueError as exc:
+        # Python refuses to parse integers of more than 4,300 digits; no valid footer
+        # holds one (every integer is at most 64 bits).
+        raise InvalidFooterError(f"footer payload holds an absurd number: {exc}") from None
+    # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
+    return FileMetadata.from_json_dict(
+        doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
+    )
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -410,32 +435,3 @@ def _dump_java(value: Any) -> str:
         return "{" + ",".join(f"{_dump_string(k)}:{_dump_java(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"unexpected JSON value {value!r} in Puffin metadata")
 
-
-def check_blob_arguments(
-    *,
-    type: str,
-    fields: Iterable[int],
-    snapshot_id: int,
-    sequence_number: int,
-    properties: Mapping[str, str] | None,
-) -> tuple[int, ...]:
-    """Validate writer arguments up front, so a bad call never reaches the file."""
-    if not isinstance(type, str) or not type:
-        raise ValueError(f"blob type must be a non-empty string, got {type!r}")
-    field_ids = tuple(fields)
-    for f in field_ids:
-        if isinstance(f, bool) or not isinstance(f, int) or not INT32_MIN <= f <= INT32_MAX:
-            raise ValueError(f"field ids must be int32 values, got {f!r}")
-    for name, v in (("snapshot_id", snapshot_id), ("sequence_number", sequence_number)):
-        if isinstance(v, bool) or not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX:
-            raise ValueError(f"{name} must be an int64 value, got {v!r}")
-    check_properties(properties)
-    for text in (type, *(properties or {}).keys(), *(properties or {}).values()):
-        text.encode("utf-8")  # raises UnicodeEncodeError for unpaired surrogates
-    return field_ids
-
-
-def check_properties(properties: Mapping[str, str] | None) -> None:
-    for k, v in (properties or {}).items():
-        if not isinstance(k, str) or not isinstance(v, str):
-            raise ValueError(f"properties must map str to str, got {k!r}: {v!r}")

@@ -16,7 +16,6 @@ from puffin.codecs import get_codec
 from puffin.errors import (
     CodecError,
     InvalidFileError,
-    InvalidFooterError,
     LimitExceededError,
     PuffinError,
 )
@@ -30,7 +29,7 @@ from puffin.layout import (
     parse_footer_struct,
 )
 from puffin.limits import DEFAULT_LIMITS, Limits
-from puffin.metadata import BlobMetadata, FileMetadata
+from puffin.metadata import BlobMetadata, FileMetadata, PayloadError, parse_footer_payload
 
 __all__ = ["PuffinReader", "open"]
 
@@ -57,11 +56,18 @@ class PuffinReader:
         file_size: int | None = None,
         footer_size: int | None = None,
         limits: Limits | None = None,
+        io: Any = None,
     ) -> None:
         self.limits = limits if limits is not None else DEFAULT_LIMITS
         self._by_identity: dict[int, int] | None = None
         self._by_value: dict[BlobMetadata, list[int]] | None = None
-        self._source: RandomAccessSource | None = open_source(source, file_size=file_size)
+        self._source: RandomAccessSource | None = open_source(
+            source, file_size=file_size, file_io=io
+        )
+        # Where every read is a request (object stores), the leading magic is checked
+        # by the first read starting within _COALESCE_GAP of it (the footer of a small
+        # file, the first blob), never by a request of its own, which Java never makes.
+        self._head_pending = bool(getattr(self._source, "defer_head", False))
         try:
             self.file_size = self._source.size
             self.name = self._source.name
@@ -92,7 +98,7 @@ class PuffinReader:
                     f"invalid footer size {hint}: must be between {MIN_FOOTER_SIZE} and "
                     f"{size - MAGIC_LENGTH} for a file of {size} bytes"
                 )
-            footer = src.read_at(size - hint, hint)
+            footer = self._read(size - hint, hint)
             footer_start = size - hint
             check_magic(footer, 0, offset=footer_start, what="at footer start")
             fstruct = parse_footer_struct(footer, file_size=size)
@@ -104,13 +110,15 @@ class PuffinReader:
                     offset=size - FOOTER_STRUCT_LENGTH,
                 )
             footer_size = hint
-            check_magic(src.read_at(0, MAGIC_LENGTH), 0, offset=0, what="at start of file")
+            if not self._head_pending:
+                check_magic(src.read_at(0, MAGIC_LENGTH), 0, offset=0, what="at start of file")
         else:
             tail_len = min(size, self.limits.tail_read_size)
-            tail = src.read_at(size - tail_len, tail_len)
-            # A small file's tail read holds its leading magic too: no separate read.
-            head = tail if tail_len == size else src.read_at(0, MAGIC_LENGTH)
-            check_magic(head, 0, offset=0, what="at start of file")
+            tail = self._read(size - tail_len, tail_len)
+            if not self._head_pending:
+                # A small file's tail read holds its leading magic too: no separate read.
+                head = tail if tail_len == size else src.read_at(0, MAGIC_LENGTH)
+                check_magic(head, 0, offset=0, what="at start of file")
             fstruct = parse_footer_struct(tail, file_size=size)
             self._check_payload_size(fstruct.payload_size)
             footer_size = footer_size_for(fstruct.payload_size)
@@ -123,33 +131,25 @@ class PuffinReader:
 
         self._check_payload_size(fstruct.payload_size)
         self._footer_start = footer_start
+        payload_start = footer_start + MAGIC_LENGTH
         payload = footer[MAGIC_LENGTH : MAGIC_LENGTH + fstruct.payload_size]
+        del footer
         if fstruct.compressed:
             lz4 = get_codec("lz4")
             assert lz4 is not None
             try:
                 payload = lz4.decompress(payload, max_size=self.limits.max_footer_size)
             except PuffinError as exc:
-                raise type(exc)(
-                    f"compressed footer payload: {exc.reason}",
-                    offset=footer_start + MAGIC_LENGTH,
+                raise exc.with_context(
+                    offset=payload_start, prefix="compressed footer payload"
                 ) from None
         try:
-            metadata = FileMetadata.from_json(payload)
-        except InvalidFooterError as exc:
-            if exc.offset is None:
-                raise
-            # Offsets from the JSON parser count within the payload; report file offsets
-            # (or say the offset is inside the decompressed payload).
+            metadata = parse_footer_payload(payload, self.limits)
+        except PayloadError as at:
+            # A position in a compressed payload is no file offset: it goes into the message.
             if fstruct.compressed:
-                raise InvalidFooterError(
-                    exc.reason, field=exc.field, blob_index=exc.blob_index,
-                    location=f"decompressed footer payload byte {exc.offset}",
-                ) from None
-            raise InvalidFooterError(
-                exc.reason, field=exc.field, blob_index=exc.blob_index,
-                offset=footer_start + MAGIC_LENGTH + exc.offset,
-            ) from None
+                raise at.located("decompressed footer payload", offset=payload_start) from None
+            raise at.located("footer payload", offset=payload_start + at.position) from None
         return metadata, footer_size, fstruct.compressed
 
     def _check_payload_size(self, payload_size: int) -> None:
@@ -196,7 +196,7 @@ class PuffinReader:
             try:
                 get_codec(blob.compression_codec)
             except CodecError as exc:
-                raise type(exc)(exc.reason, blob_index=i, field="compression-codec") from None
+                raise exc.with_context(blob_index=i, field="compression-codec") from None
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -243,15 +243,24 @@ class PuffinReader:
             return found, blobs[found]
         raise TypeError(f"blob must be a BlobMetadata or an int index, got {type(blob).__name__}")
 
+    def _read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``; checks a pending leading magic on the way."""
+        if not self._head_pending or offset > _COALESCE_GAP:
+            return self._src.read_at(offset, length)
+        data = self._src.read_at(0, offset + length)  # the same request brings the magic
+        check_magic(data, 0, offset=0, what="at start of file")
+        self._head_pending = False
+        return data[offset:]
+
     def read_raw(self, blob: BlobMetadata | int) -> bytes:
         """The blob's bytes as stored (compressed, if it has a codec)."""
         _, meta = self._resolve(blob)
-        return self._src.read_at(meta.offset, meta.length)
+        return self._read(meta.offset, meta.length)
 
     def read_blob(self, blob: BlobMetadata | int) -> bytes:
         """The blob's bytes, decompressed."""
         index, meta = self._resolve(blob)
-        return self._decode(index, meta, self._src.read_at(meta.offset, meta.length))
+        return self._decode(index, meta, self._read(meta.offset, meta.length))
 
     def _decode(self, index: int, meta: BlobMetadata, raw: bytes) -> bytes:
         codec = get_codec(meta.compression_codec)
@@ -260,7 +269,7 @@ class PuffinReader:
         try:
             return codec.decompress(raw, max_size=self.limits.max_decompressed_size)
         except PuffinError as exc:
-            raise type(exc)(exc.reason, blob_index=index, offset=meta.offset) from None
+            raise exc.with_context(blob_index=index, offset=meta.offset) from None
 
     def read_all(self) -> Iterator[tuple[BlobMetadata, bytes]]:
         """Every blob with its decompressed bytes, in file order.
@@ -291,7 +300,7 @@ class PuffinReader:
         blobs = self.metadata.blobs
         start = min(blobs[i].offset for i in group)
         end = max(blobs[i].offset + blobs[i].length for i in group)
-        chunk = memoryview(self._src.read_at(start, end - start))
+        chunk = memoryview(self._read(start, end - start))
         for i in group:
             meta = blobs[i]
             raw = bytes(chunk[meta.offset - start : meta.offset - start + meta.length])
@@ -338,17 +347,22 @@ def open(
     file_size: int | None = None,
     footer_size: int | None = None,
     limits: Limits | None = None,
+    io: Any = None,
 ) -> PuffinReader:
     """Open a Puffin file for reading.
 
     Args:
-        source: a path, a bytes-like object, or a binary file object with ``seek`` and
-            ``read`` (such as an ``fsspec`` or ``pyarrow`` file).
+        source: a path, a URL (``file://``, or any scheme through ``io`` or fsspec), a
+            pyiceberg ``InputFile``, a bytes-like object, or a binary file object with
+            ``seek`` and ``read``.  URLs are read in ranges: the footer with
+            ``footer_size`` and each blob cost one request each.
         file_size: the file's size if already known (Iceberg's ``file-size-in-bytes``);
             saves a size lookup.
         footer_size: the footer size if known (Iceberg's ``file-footer-size-in-bytes``);
             the footer then costs exactly one read, and a wrong value fails as in Java.
         limits: caps on sizes the file may declare; see :class:`puffin.Limits`.
+        io: a pyiceberg ``FileIO`` (such as ``table.io``) that reads URLs with its
+            properties; without it, fsspec reads them.
 
     Returns:
         A :class:`PuffinReader`; use it as a context manager.
@@ -362,4 +376,6 @@ def open(
         with puffin.open("stats.puffin") as reader:
             payloads = [reader.read_blob(b) for b in reader.blobs]
     """
-    return PuffinReader(source, file_size=file_size, footer_size=footer_size, limits=limits)
+    return PuffinReader(
+        source, file_size=file_size, footer_size=footer_size, limits=limits, io=io
+    )

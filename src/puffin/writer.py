@@ -1,28 +1,34 @@
 """Writing Puffin files.
 
 Blobs stream to the output as they are added, so memory does not grow with the file.  A
-path target is written atomically: the bytes go to a temporary file beside the target, which
-is flushed, synced and renamed over the target only when the footer is complete; on any
-error (or if the writer is dropped unfinished) the temporary file is removed and the target
-is left as it was.
+path target is written atomically: the bytes go to a temporary file in the target's
+directory, which is flushed, synced and put in place of the target only when the footer is
+complete; on any error (or if the writer is dropped unfinished) the temporary file goes
+and the target is left as it was.  On Linux the temporary file is unnamed (``O_TMPFILE``),
+so even a killed writer leaves nothing behind; elsewhere it is a hidden
+``.<name>.<random>.tmp`` (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import IO, Any
 
+from puffin._url import Upload, open_target
 from puffin.codecs import get_codec
 from puffin.layout import MAGIC, footer_size_for, pack_footer
 from puffin.metadata import (
     CREATED_BY,
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
     BlobMetadata,
     FileMetadata,
-    check_blob_arguments,
-    check_properties,
 )
 
 __all__ = ["PuffinWriter", "create"]
@@ -41,6 +47,7 @@ class PuffinWriter:
         created_by: str | None = None,
         properties: Mapping[str, str] | None = None,
         compress_footer: bool = False,
+        io: Any = None,
     ) -> None:
         check_properties(properties)
         props: dict[str, str] = {}
@@ -58,13 +65,15 @@ class PuffinWriter:
         self.file_size: int | None = None
         self.footer_size: int | None = None
         self.path: str | None = None
-        self._tmp_path: str | None = None
-
-        if isinstance(target, (str, os.PathLike)):
+        self._staging: _Staging | None = None
+        resolved = open_target(target, io=io)  # URLs and pyiceberg OutputFiles
+        if isinstance(resolved, Upload):
+            self._out: IO[bytes] | Upload = resolved
+            self.path, self._owns_output = resolved.name, True
+        elif isinstance(target, (str, os.PathLike)):
             self.path = os.fspath(target)
-            directory = os.path.dirname(os.path.abspath(self.path))
-            fd, self._tmp_path = _create_temporary(directory, os.path.basename(self.path))
-            self._out: IO[bytes] = os.fdopen(fd, "wb")
+            self._staging = _Staging(self.path if resolved is None else resolved)
+            self._out = os.fdopen(self._staging.fd, "wb")
             self._owns_output = True
         elif hasattr(target, "write"):
             self._out = target
@@ -166,13 +175,13 @@ class PuffinWriter:
             self.file_size = self._position + footer_size
             self.footer_size = footer_size
             self._out.flush()
-            if self._owns_output:
-                os.fsync(self._out.fileno())
+            if self._staging is not None:
+                os.fsync(self._staging.fd)
+                self._staging.publish()
+                self._staging = None
                 self._out.close()
-                assert self._tmp_path is not None and self.path is not None
-                os.replace(self._tmp_path, self.path)
-                self._tmp_path = None
-                _fsync_directory(os.path.dirname(os.path.abspath(self.path)))
+            elif isinstance(self._out, Upload):
+                self._out.commit()  # the object appears now, whole
         except BaseException:
             self.abort()
             raise
@@ -186,12 +195,9 @@ class PuffinWriter:
                 self._out.close()
             except OSError:
                 pass
-            if self._tmp_path is not None:
-                try:
-                    os.unlink(self._tmp_path)
-                except FileNotFoundError:
-                    pass
-                self._tmp_path = None
+            if self._staging is not None:
+                self._staging.discard()
+                self._staging = None
 
     def __enter__(self) -> PuffinWriter:
         return self
@@ -209,7 +215,7 @@ class PuffinWriter:
 
     def __del__(self) -> None:
         # An unfinished writer never publishes a partial file.
-        if getattr(self, "_tmp_path", None) is not None:
+        if getattr(self, "_staging", None) is not None:
             self.abort()
 
     def __repr__(self) -> str:
@@ -220,17 +226,174 @@ class PuffinWriter:
         raise TypeError("a PuffinWriter holds an open file and cannot be pickled")
 
 
+def check_blob_arguments(
+    *,
+    type: str,
+    fields: Iterable[int],
+    snapshot_id: int,
+    sequence_number: int,
+    properties: Mapping[str, str] | None,
+) -> tuple[int, ...]:
+    """Validate writer arguments up front, so a bad call never reaches the file."""
+    if not isinstance(type, str) or not type:
+        raise ValueError(f"blob type must be a non-empty string, got {type!r}")
+    field_ids = tuple(fields)
+    for f in field_ids:
+        if isinstance(f, bool) or not isinstance(f, int) or not INT32_MIN <= f <= INT32_MAX:
+            raise ValueError(f"field ids must be int32 values, got {f!r}")
+    for name, v in (("snapshot_id", snapshot_id), ("sequence_number", sequence_number)):
+        if isinstance(v, bool) or not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX:
+            raise ValueError(f"{name} must be an int64 value, got {v!r}")
+    check_properties(properties)
+    for text in (type, *(properties or {}).keys(), *(properties or {}).values()):
+        text.encode("utf-8")  # raises UnicodeEncodeError for unpaired surrogates
+    return field_ids
+
+
+def check_properties(properties: Mapping[str, str] | None) -> None:
+    for k, v in (properties or {}).items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ValueError(f"properties must map str to str, got {k!r}: {v!r}")
+
+
+class _Staging:
+    """The temporary file behind a path target, and how it takes the target's place.
+
+    Linux: an unnamed file (``O_TMPFILE``) in the target's directory, named only at
+    :meth:`publish` (``linkat``): straight as the target when there is none, else as a
+    hidden name renamed over the target at once.  Elsewhere, or where the file system has
+    no ``O_TMPFILE``: a hidden named file from the start.  Errors name the target, never
+    the temporary file.
+    """
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.directory = os.path.dirname(os.path.abspath(target))
+        if os.path.isdir(target):
+            raise IsADirectoryError(
+                errno.EISDIR, "is a directory: cannot write a Puffin file over it", target
+            )
+        self.tmp_path: str | None = None
+        try:
+            fd = _open_unnamed(self.directory) if _USE_O_TMPFILE else None
+            if fd is None:
+                fd, self.tmp_path = _create_temporary(self.directory, os.path.basename(target))
+        except OSError as exc:
+            raise _naming(exc, "cannot create a temporary file beside", target) from None
+        self.fd = fd
+
+    def publish(self) -> None:
+        """Put the (flushed and synced) file in place of the target, atomically."""
+        try:
+            if self.tmp_path is None and not self._link_unnamed():
+                return
+            assert self.tmp_path is not None
+            os.replace(self.tmp_path, self.target)
+        except OSError as exc:
+            self.discard()
+            raise _naming(exc, "cannot publish", self.target) from None
+        finally:
+            _fsync_directory(self.directory)
+        self.tmp_path = None
+
+    def _link_unnamed(self) -> bool:
+        """Name the unnamed file: the target if free (False: done), else a hidden name."""
+        try:
+            _link_fd(self.fd, self.target)
+            return False
+        except FileExistsError:
+            pass
+        except OSError:  # this system cannot name an unnamed file: copy it (rare)
+            _UNLINKABLE.add(os.fstat(self.fd).st_dev)
+            fd, self.tmp_path = _create_temporary(self.directory, os.path.basename(self.target))
+            try:
+                size, done = os.fstat(self.fd).st_size, 0
+                while done < size:
+                    sent = os.sendfile(fd, self.fd, done, size - done)
+                    if not sent:
+                        raise OSError(errno.EIO, "the temporary file shrank while copied")
+                    done += sent
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return True
+        for path in _temporary_names(self.directory, os.path.basename(self.target)):
+            try:
+                _link_fd(self.fd, path)
+            except FileExistsError:
+                continue
+            self.tmp_path = path
+            return True
+        raise AssertionError("unreachable")
+
+    def discard(self) -> None:
+        if self.tmp_path is not None:
+            try:
+                os.unlink(self.tmp_path)
+            except FileNotFoundError:
+                pass
+            self.tmp_path = None
+
+
+# Cleared by tests to exercise the named-temporary fallback.
+_USE_O_TMPFILE = hasattr(os, "O_TMPFILE")
+_NO_O_TMPFILE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL}
+_UNLINKABLE: set[int] = set()  # devices where an unnamed file could not be named
+_AT_FDCWD, _AT_EMPTY_PATH = -100, 0x1000
+
+
+def _open_unnamed(directory: str) -> int | None:
+    """An unnamed file in ``directory``, or None where the file system has none."""
+    if os.stat(directory).st_dev in _UNLINKABLE:
+        return None
+    try:  # readable too, for the copy in _link_unnamed's last resort
+        return os.open(directory, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno in _NO_O_TMPFILE:
+            return None
+        raise
+
+
+def _link_fd(fd: int, path: str) -> None:
+    """``linkat`` the open file ``fd`` to ``path``: through /proc, else AT_EMPTY_PATH."""
+    try:
+        os.link(f"/proc/self/fd/{fd}", path, follow_symlinks=True)
+        return
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        first = exc  # no /proc, or /proc in another mount (EXDEV) as in some sandboxes
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.linkat(fd, b"", _AT_FDCWD, os.fsencode(path), _AT_EMPTY_PATH) != 0:
+        code = ctypes.get_errno()
+        if code == errno.EEXIST:
+            raise FileExistsError(code, os.strerror(code), path)
+        raise first
+
+
+def _naming(exc: OSError, doing: str, target: str) -> OSError:
+    """``exc`` as the same kind of OSError, naming the target instead of our temporary."""
+    return OSError(exc.errno, f"{doing} {os.path.basename(target)}: {exc.strerror}", target)
+
+
+def _temporary_names(directory: str, name: str) -> Iterator[str]:
+    for _ in range(100):
+        yield os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    raise FileExistsError(errno.EEXIST, "no free temporary name", directory)
+
+
 def _create_temporary(directory: str, name: str) -> tuple[int, str]:
     # Like mkstemp, but with the permissions the umask gives a normal new file (mkstemp
     # would leave the published file readable by its owner only).
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        path = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+    for path in _temporary_names(directory, name):
         try:
             return os.open(path, flags, 0o666), path
         except FileExistsError:
             continue
-    raise FileExistsError(f"could not create a temporary file in {directory}")
+    raise AssertionError("unreachable")
 
 
 def _fsync_directory(directory: str) -> None:
@@ -253,16 +416,19 @@ def create(
     created_by: str | None = None,
     properties: Mapping[str, str] | None = None,
     compress_footer: bool = False,
+    io: Any = None,
 ) -> PuffinWriter:
     """Start writing a Puffin file.
 
     Args:
-        target: a path (written atomically through a temporary file beside it) or a
-            writable binary file object (offsets count from where writing starts).
+        target: a path (written atomically through a temporary file beside it), a URL
+            (``file://``; others through ``io`` or fsspec, an object visible only when
+            complete), a pyiceberg ``OutputFile`` or a writable binary file object.
         created_by: stored as the ``created-by`` file property (recommended by the spec).
         properties: other file properties.
         compress_footer: LZ4-compress the footer payload.  Off by default because Iceberg
             Java, Rust, Go and pyiceberg cannot read compressed footers.
+        io: a pyiceberg ``FileIO`` (``table.io``) to write URLs with; else fsspec.
 
     Example::
 
@@ -270,6 +436,5 @@ def create(
             writer.add_blob(b"...", type="my-type", fields=[1])
         print(writer.file_size, writer.footer_size)
     """
-    return PuffinWriter(
-        target, created_by=created_by, properties=properties, compress_footer=compress_footer
-    )
+    return PuffinWriter(target, created_by=created_by, properties=properties,
+                        compress_footer=compress_footer, io=io)

@@ -1,0 +1,316 @@
+"""Puffin files at URLs: ``file://`` directly, object stores through fsspec or a FileIO.
+
+Iceberg records every location as a URL, so every API that takes a source or a target
+takes one too.  ``file:`` URLs become local paths (native reads, atomic local writes).
+Any other scheme goes through a pyiceberg ``FileIO`` given as ``io=`` (with its
+properties), else through fsspec (optional, imported only here and only when needed).
+
+Object stores charge by request, so reads are ranged: one request per ``read_at``, no
+read-ahead cache, and the object's size from one HEAD unless the caller knows it
+(``file_size=``).  Writes never show a partial object: the bytes are buffered in memory
+and sent in one PUT when the writer closes; past :data:`UPLOAD_BUFFER_SIZE` they go out as
+a multipart upload that is completed only at close and aborted on error (where the
+FileIO's stream cannot abort, they are spooled to an unnamed local file instead and
+uploaded at close).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import tempfile
+import threading
+from typing import Any
+from urllib.parse import urlparse
+
+from puffin._source import RandomAccessSource
+from puffin._source import _check_range as check_range
+from puffin._source import _short_read as short_read
+from puffin.errors import InvalidFileError, MissingDependencyError
+
+__all__ = [
+    "UPLOAD_BUFFER_SIZE",
+    "Upload",
+    "is_input_file",
+    "is_output_file",
+    "is_url",
+    "local_path",
+    "open_target",
+    "open_url_source",
+]
+
+# Bytes of a new object kept in memory before a multipart upload (or a spool file) starts;
+# also the part size.  S3 needs parts of at least 5 MiB.
+UPLOAD_BUFFER_SIZE = 64 << 20
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
+_EXTRA = "pip install 'iceberg-puffin[iceberg]' (or fsspec and the filesystem for the scheme)"
+
+
+def is_url(location: object) -> bool:
+    """Whether ``location`` is a URL (``scheme://…`` or ``file:…``), not a local path.
+
+    One-letter schemes are Windows drive letters; ``file:/x`` is Iceberg Java's own form.
+    """
+    return isinstance(location, str) and (
+        _SCHEME.match(location) is not None or location.startswith("file:")
+    )
+
+
+def local_path(location: str) -> str | None:
+    """The local path of a ``file:`` URL (as pyiceberg maps it), else ``None``."""
+    parsed = urlparse(location)
+    if parsed.scheme != "file":
+        return None
+    if parsed.netloc in ("", "localhost"):
+        return parsed.path
+    return f"{parsed.netloc}{parsed.path}"
+
+
+def is_input_file(obj: object) -> bool:
+    """A pyiceberg ``InputFile`` (duck-typed: a location it can ``open``, no ``read``)."""
+    return (
+        isinstance(getattr(obj, "location", None), str)
+        and callable(getattr(obj, "open", None))
+        and not hasattr(obj, "read")
+    )
+
+
+def is_output_file(obj: object) -> bool:
+    """A pyiceberg ``OutputFile`` (duck-typed: a location it can ``create``, no ``write``)."""
+    return (
+        isinstance(getattr(obj, "location", None), str)
+        and callable(getattr(obj, "create", None))
+        and not hasattr(obj, "write")
+    )
+
+
+def _fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
+    """The fsspec filesystem for ``url`` and the path it knows the object by.
+
+    A pyiceberg ``FsspecFileIO`` lends its filesystem (with the FileIO's properties);
+    otherwise fsspec's own, configured as fsspec is (``FSSPEC_S3_ENDPOINT_URL``, …).
+    """
+    if io is not None:
+        parsed = urlparse(url)
+        return io.get_fs(parsed.scheme, parsed.netloc), url
+    try:
+        import fsspec.core
+    except ImportError:
+        raise MissingDependencyError(f"{url}: reading URLs needs fsspec: {_EXTRA}") from None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except ImportError as exc:  # fsspec knows the scheme but its package is missing
+        raise MissingDependencyError(f"{url}: {exc}; {_EXTRA}") from None
+    except ValueError as exc:  # an unknown scheme
+        raise FileNotFoundError(errno.ENOENT, f"cannot open this URL: {exc}", url) from None
+    return fs, path
+
+
+def _not_found(url: str, exc: OSError) -> OSError:
+    """``exc`` naming the URL, not the store's own name for the object."""
+    return type(exc)(exc.errno or errno.ENOENT, exc.strerror or "no such object", url)
+
+
+class _FsspecSource:
+    """Ranged reads of one object: ``cat_file(path, start, end)``, one request each."""
+
+    defer_head = True  # each read is a request: the reader checks the magic on the way
+
+    def __init__(self, fs: Any, path: str, url: str, file_size: int | None) -> None:
+        self.name: str | None = url
+        self._fs, self._path = fs, path
+        if file_size is None:
+            try:
+                info = fs.info(path)  # one HEAD
+            except FileNotFoundError as exc:
+                raise _not_found(url, exc) from None
+            if info.get("type") == "directory":
+                raise InvalidFileError(
+                    "a directory, not a regular file: cannot be read as a Puffin file",
+                    location=url,
+                )
+            file_size = int(info["size"])
+        self.size = file_size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        check_range(offset, length, self.size)
+        if length == 0:
+            return b""
+        try:
+            data = self._fs.cat_file(self._path, start=offset, end=offset + length)
+        except FileNotFoundError as exc:
+            raise _not_found(self.name or self._path, exc) from None
+        if len(data) != length:
+            raise short_read(offset, length, len(data))
+        return bytes(data)
+
+    def close(self) -> None:
+        pass
+
+
+class _StreamSource:
+    """Reads through a FileIO's seekable stream (PyArrowFileIO: one ranged GET per read)."""
+
+    defer_head = True
+
+    def __init__(self, input_file: Any, file_size: int | None) -> None:
+        self.name: str | None = input_file.location
+        try:
+            self._stream = input_file.open(seekable=True)  # PyArrow: the one HEAD
+        except FileNotFoundError as exc:
+            raise _not_found(input_file.location, exc) from None
+        self._lock = threading.Lock()  # for streams without positional reads
+        if file_size is None:
+            size = getattr(self._stream, "size", None)
+            file_size = int(size() if callable(size) else self._stream.seek(0, os.SEEK_END))
+        self.size = file_size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        check_range(offset, length, self.size)
+        if length == 0:
+            return b""
+        read_at = getattr(self._stream, "read_at", None)  # positional, thread-safe in Arrow
+        if read_at is not None:
+            data = read_at(length, offset)
+        else:
+            with self._lock:
+                self._stream.seek(offset)
+                data = self._stream.read(length)
+        if len(data) != length:
+            raise short_read(offset, length, len(data))
+        return bytes(data)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+def open_url_source(
+    location: Any, *, file_size: int | None = None, io: Any = None
+) -> RandomAccessSource:
+    """A ranged :class:`~puffin._source.RandomAccessSource` for a URL or a pyiceberg InputFile.
+
+    ``file:`` URLs are the caller's to open as paths (see :func:`local_path`).
+    """
+    if is_input_file(location):
+        return _StreamSource(location, file_size)
+    if io is not None and not callable(getattr(io, "get_fs", None)):
+        return _StreamSource(io.new_input(location), file_size)
+    fs, path = _fsspec_fs(location, io)
+    return _FsspecSource(fs, path, location, file_size)
+
+
+class Upload:
+    """A write-only file that becomes an object only at :meth:`commit`.
+
+    Up to :data:`UPLOAD_BUFFER_SIZE` bytes stay in memory and go out in one PUT.  Past it,
+    an fsspec filesystem gets a multipart upload (completed by :meth:`commit`, aborted by
+    :meth:`discard`); a FileIO stream, which may not abort, gets its bytes from an unnamed
+    local spool file at :meth:`commit`.
+    """
+
+    def __init__(self, url: str, *, fs: Any = None, path: str = "", output: Any = None) -> None:
+        self.name = url
+        self._fs, self._path, self._output = fs, path, output
+        self._buffer = bytearray()
+        self._spill: Any = None  # a multipart stream (fsspec) or a spool file (FileIO)
+        self._done = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._done:
+            raise ValueError(f"write to a finished upload of {self.name}")
+        size = memoryview(data).nbytes
+        if self._spill is None and len(self._buffer) + size <= UPLOAD_BUFFER_SIZE:
+            self._buffer += data
+            return size
+        if self._spill is None:
+            self._spill = self._start_spill()
+            self._spill.write(bytes(self._buffer))
+            self._buffer = bytearray()
+        self._spill.write(data)
+        return size
+
+    def _start_spill(self) -> Any:
+        if self._fs is not None:
+            return self._fs.open(self._path, "wb", block_size=UPLOAD_BUFFER_SIZE)
+        return tempfile.TemporaryFile()  # unnamed on Linux: nothing to leave behind
+
+    def flush(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        """Make the object visible, whole: one PUT, or complete the multipart upload."""
+        if self._done:
+            return
+        try:
+            if self._fs is not None and self._spill is None:
+                self._fs.pipe_file(self._path, bytes(self._buffer))
+            elif self._fs is not None:
+                self._spill.close()  # completes the multipart upload
+            else:
+                self._upload_through_fileio()
+        except FileNotFoundError as exc:  # a missing bucket
+            self.discard()
+            raise _not_found(self.name, exc) from None
+        except BaseException:
+            self.discard()
+            raise
+        self._done = True
+        self._buffer = bytearray()
+
+    def _upload_through_fileio(self) -> None:
+        stream = self._output.create(overwrite=True)
+        try:
+            if self._spill is None:
+                stream.write(bytes(self._buffer))
+            else:
+                self._spill.seek(0)
+                while chunk := self._spill.read(UPLOAD_BUFFER_SIZE):
+                    stream.write(chunk)
+                self._spill.close()
+        finally:
+            stream.close()
+
+    def discard(self) -> None:
+        """Abandon the upload: no object appears, a multipart upload is aborted."""
+        if self._done:
+            return
+        self._done = True
+        self._buffer = bytearray()
+        spill, self._spill = self._spill, None
+        if spill is None:
+            return
+        if self._fs is None:
+            spill.close()
+            return
+        discard = getattr(spill, "discard", None)
+        if discard is not None:
+            discard()  # s3fs, gcsfs: abort the multipart upload
+        spill.closed = True  # so that its __del__ does not complete the upload after all
+
+    def close(self) -> None:
+        """Without :meth:`commit` first, this abandons the upload."""
+        self.discard()
+
+    def __del__(self) -> None:
+        self.discard()
+
+
+def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
+    """How to write ``target``: a local path (for ``file:``), an :class:`Upload`, or None.
+
+    None means ``target`` is neither a URL nor a pyiceberg OutputFile: a plain path or a
+    file object the writer handles itself.
+    """
+    if is_output_file(target):
+        return Upload(target.location, output=target)
+    if not is_url(target):
+        return None
+    path = local_path(target)
+    if path is not None:
+        return path
+    if io is not None and not callable(getattr(io, "get_fs", None)):
+        return Upload(target, output=io.new_output(target))
+    fs, fs_path = _fsspec_fs(target, io)
+    return Upload(target, fs=fs, path=fs_path)
