@@ -258,6 +258,40 @@ def _gather_view(buf: U8) -> U64:
     return view
 
 
+def _longest_first(
+    starts: I64, lengths: I64, max_blocks: int
+) -> tuple[I64 | None, I64, I64, I64, I64]:
+    """Keys reordered longest first, so the keys that still have block j form a prefix.
+
+    Returns (order or ``None`` when no key has a block, starts, lengths, block counts,
+    ``have``), where ``have[j]`` is the number of keys with more than j blocks.
+    """
+    if not max_blocks:
+        empty = np.empty(0, dtype=np.int64)
+        return None, starts, lengths, empty, empty
+    nblocks = lengths >> 4
+    order = np.argsort(-nblocks, kind="stable")
+    nblocks_o = nblocks[order]
+    counts = np.bincount(nblocks_o, minlength=max_blocks + 1)
+    have = starts.shape[0] - np.cumsum(counts)
+    return order, starts[order], lengths[order], nblocks_o, have
+
+
+def _mix_tails(
+    words: U64, tpos: I64, tail: I64, max_tail: int, h1: U64, h2: U64, tmp: U64
+) -> None:
+    """Mix every key's last 1-15 bytes (masked 8-byte loads) into ``h1`` and ``h2``."""
+    k1 = words[tpos]
+    k1 &= _BYTE_MASKS[np.minimum(tail, 8)]
+    _mix_k1(k1, tmp)
+    _xor(h1, k1, h1)
+    if max_tail > 8:
+        k2 = words[tpos + 8]
+        k2 &= _BYTE_MASKS[np.maximum(tail - 8, 0)]
+        _mix_k2(k2, tmp)
+        _xor(h2, k2, h2)
+
+
 def theta_hash_var(
     buf: U8,
     starts: I64,
@@ -285,24 +319,12 @@ def theta_hash_var(
     if n == 0:
         return np.empty(0, dtype=np.uint64)
     words = _gather_view(buf)
-    s = np.uint64(seed)
     max_length = int(lengths.max())
     max_blocks = max_length >> 4
-    if max_blocks:
-        nblocks = lengths >> 4
-        # Longest keys first, so the keys that still have block j form a prefix.
-        order = np.argsort(-nblocks, kind="stable")
-        starts_o = starts[order]
-        lengths_o = lengths[order]
-        nblocks_o = nblocks[order]
-        counts = np.bincount(nblocks_o, minlength=max_blocks + 1)
-        have = n - np.cumsum(counts)  # have[j] = number of keys with more than j blocks
-    else:
-        order = None
-        starts_o, lengths_o = starts, lengths
+    order, starts_o, lengths_o, nblocks_o, have = _longest_first(starts, lengths, max_blocks)
     both, h1, h2, tmp2, _, _ = _split(scratch, n)
     tmp = tmp2[:n]
-    both.fill(s)
+    both.fill(np.uint64(seed))
     # Fancy indexing of the overlapping view is NumPy's fastest unaligned 8-byte gather.
     for j in range(max_blocks):
         m = int(have[j])
@@ -317,15 +339,7 @@ def theta_hash_var(
         max_tail = int(tail.max())
     else:
         tail, tpos, max_tail = lengths_o, starts_o, max_length
-    k1 = words[tpos]
-    k1 &= _BYTE_MASKS[np.minimum(tail, 8)]
-    _mix_k1(k1, tmp)
-    _xor(h1, k1, h1)
-    if max_tail > 8:
-        k2 = words[tpos + 8]
-        k2 &= _BYTE_MASKS[np.maximum(tail - 8, 0)]
-        _mix_k2(k2, tmp)
-        _xor(h2, k2, h2)
+    _mix_tails(words, tpos, tail, max_tail, h1, h2, tmp)
     _mix_length(h1, h2, lengths_o.view(np.uint64))
     result = _finalize(both, tmp2, below, shift)
     if order is not None and keep_order and below is None:

@@ -6,10 +6,14 @@ encodes the 32-bit bitmaps; this module only walks their headers, because the 64
 does not record where each 32-bit bitmap ends and because we refuse to hand a codec a byte
 range we have not bounded.  The walk reads the cookie, the container count, the run flags,
 the descriptive header (keys, cardinalities), the offset header and the run counts, and
-checks every size against the bytes available; it never looks at container contents (pyroaring
-validates those when it deserializes: sorted arrays, non-overlapping runs, bitset counts).
+checks every size against the bytes available.  It also checks each run container's written
+cardinality against its runs: CRoaring ignores that field for runs, so two run containers
+with swapped cardinalities would add up to the right total and pass.  pyroaring validates
+the rest when it deserializes (sorted arrays, non-overlapping runs, bitset counts); an
+array's length is its written cardinality by construction.
 
-Everything here is private to :mod:`puffin.blobs.deletion_vector`.
+Everything here is private to the deletion-vector modules.  Errors give the index into
+the buffer in their message ("at byte 28 of the payload"), never as an ``offset``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import NamedTuple, cast
 import numpy as np
 from pyroaring import BitMap
 
+from puffin.blobs._roaring_runs import RunContainers, check_run_card, check_run_cards, run_counts
 from puffin.errors import DeletionVectorError
 
 # Constants of the RoaringFormatSpec portable format.
@@ -58,72 +63,75 @@ class Scan32(NamedTuple):
     """
 
 
-def _error(message: str, offset: int, location: str | None) -> DeletionVectorError:
-    return DeletionVectorError(message, offset=offset, location=location)
+def _error(message: str, at: int, location: str | None) -> DeletionVectorError:
+    """An error at index ``at`` of the buffer (the payload): a position in the message, since
+    the ``offset`` of an error is a file offset, which the caller adds."""
+    return DeletionVectorError(f"{message} (at byte {at} of the payload)", location=location)
+
+
+def _need(at: int, count: int, end: int, what: str, location: str | None) -> None:
+    if at + count > end:
+        raise _error(
+            f"Roaring bitmap truncated: {what} needs {count} bytes, "
+            f"only {max(end - at, 0)} remain",
+            at,
+            location,
+        )
+
+
+def _read_cookie(
+    buf: bytes, start: int, end: int, location: str | None
+) -> tuple[int, bytes, bool, int]:
+    """(container count, run flags, whether an offset header follows, position after)."""
+    _need(start, 4, end, "the cookie", location)
+    cookie = _U32.unpack_from(buf, start)[0]
+    pos = start + 4
+    if cookie & 0xFFFF == SERIAL_COOKIE:
+        n = (cookie >> 16) + 1
+        flag_bytes = (n + 7) // 8
+        _need(pos, flag_bytes, end, "the run-container flags", location)
+        return n, buf[pos : pos + flag_bytes], n >= NO_OFFSET_THRESHOLD, pos + flag_bytes
+    if cookie == SERIAL_COOKIE_NO_RUNCONTAINER:
+        _need(pos, 4, end, "the container count", location)
+        n = _U32.unpack_from(buf, pos)[0]
+        if n > MAX_CONTAINERS:
+            raise _error(
+                f"Roaring bitmap claims {n} containers, more than {MAX_CONTAINERS}",
+                pos,
+                location,
+            )
+        return n, b"", True, pos + 4
+    raise _error(
+        f"not a portable Roaring bitmap: cookie 0x{cookie:08x} is neither "
+        f"{SERIAL_COOKIE_NO_RUNCONTAINER} nor {SERIAL_COOKIE} + (containers - 1) << 16",
+        start,
+        location,
+    )
 
 
 def scan32(buf: bytes, start: int, end: int, location: str | None = None) -> Scan32:
     """Walk the headers of the portable 32-bit Roaring bitmap at ``buf[start:end]``.
 
     The bitmap may end before ``end``; its exact size is returned.  Raises
-    :class:`DeletionVectorError` (offsets are indexes into ``buf``) when the header is
+    :class:`DeletionVectorError` (naming the index into ``buf``) when the header is
     malformed or claims more bytes than remain.  Small bitmaps are walked container by
     container; large ones with NumPy, both accepting exactly the same inputs.
     """
-
-    def need(at: int, count: int, what: str) -> None:
-        if at + count > end:
-            raise _error(
-                f"Roaring bitmap truncated: {what} needs {count} bytes at offset {at}, "
-                f"only {max(end - at, 0)} remain",
-                at,
-                location,
-            )
-
-    need(start, 4, "the cookie")
-    cookie = _U32.unpack_from(buf, start)[0]
-    pos = start + 4
-    run_flags = b""
-    if cookie & 0xFFFF == SERIAL_COOKIE:
-        n = (cookie >> 16) + 1
-        flag_bytes = (n + 7) // 8
-        need(pos, flag_bytes, "the run-container flags")
-        run_flags = buf[pos : pos + flag_bytes]
-        pos += flag_bytes
-        has_offsets = n >= NO_OFFSET_THRESHOLD
-    elif cookie == SERIAL_COOKIE_NO_RUNCONTAINER:
-        need(pos, 4, "the container count")
-        n = _U32.unpack_from(buf, pos)[0]
-        pos += 4
-        if n > MAX_CONTAINERS:
-            raise _error(
-                f"Roaring bitmap claims {n} containers, more than {MAX_CONTAINERS}",
-                pos - 4,
-                location,
-            )
-        has_offsets = True
-    else:
-        raise _error(
-            f"not a portable Roaring bitmap: cookie 0x{cookie:08x} is neither "
-            f"{SERIAL_COOKIE_NO_RUNCONTAINER} nor {SERIAL_COOKIE} + (containers - 1) << 16",
-            start,
-            location,
-        )
+    n, run_flags, has_offsets, pos = _read_cookie(buf, start, end, location)
     if n == 0:
         return Scan32(pos - start, 0, False)
     header_at = pos
-    need(pos, 4 * n, f"the descriptive header of {n} containers")
+    _need(pos, 4 * n, end, f"the descriptive header of {n} containers", location)
     pos += 4 * n
-    offsets_at = pos
+    offsets_at = pos if has_offsets else -1
     if has_offsets:
-        need(pos, 4 * n, f"the offset header of {n} containers")
+        _need(pos, 4 * n, end, f"the offset header of {n} containers", location)
         pos += 4 * n
     walk = _walk_small if n <= _SMALL_BITMAP or not has_offsets else _walk_large
     total, cardinality, tied = walk(
-        buf, start, end, n, run_flags, header_at, offsets_at if has_offsets else -1, pos,
-        location,
+        buf, start, end, n, run_flags, header_at, offsets_at, pos, location
     )
-    need(start, total, f"a bitmap of {n} containers")
+    _need(start, total, end, f"a bitmap of {n} containers", location)
     return Scan32(total, cardinality, tied)
 
 
@@ -183,12 +191,14 @@ def _walk_small(
         if run_flags and run_flags[i >> 3] >> (i & 7) & 1:
             if at + 2 > end:
                 raise _error(
-                    f"Roaring bitmap truncated: the run count of container {i} needs 2 bytes "
-                    f"at offset {at}, only {max(end - at, 0)} remain",
+                    f"Roaring bitmap truncated: the run count of container {i} needs 2 bytes, "
+                    f"only {max(end - at, 0)} remain",
                     at,
                     location,
                 )
             runs = buf[at] | buf[at + 1] << 8
+            if at + 2 + 4 * runs <= end:  # else scan32 reports the truncation
+                check_run_card(buf, at, runs, card, i, header_at, location)
             tied = tied or (card <= ARRAY_MAX_CARDINALITY and card == 2 * runs + 1)
             at += 2 + 4 * runs
         else:
@@ -218,30 +228,10 @@ def _walk_large(
     cards = header[:, 1].astype(np.int64) + 1
     offsets = np.frombuffer(buf, dtype="<u4", count=n, offset=offsets_at).astype(np.int64)
     sizes = np.where(cards > ARRAY_MAX_CARDINALITY, BITSET_BYTES, 2 * cards)
-    tied = False
+    runs = RunContainers.empty()
     if run_flags:
-        flags = np.frombuffer(run_flags, dtype=np.uint8)
-        run_index = np.flatnonzero(np.unpackbits(flags, bitorder="little")[:n])
-        if run_index.size:
-            # Read each run count where the offset header says its container starts; the
-            # offsets are then checked against the sizes this gives, so a lying header
-            # cannot go unnoticed.
-            at = offsets[run_index] + start
-            outside = np.flatnonzero((at < data_start) | (at + 2 > end))
-            if outside.size:
-                i = int(run_index[outside[0]])
-                raise _error(
-                    f"Roaring container {i} offset {int(offsets[i])} is outside the bitmap",
-                    offsets_at + 4 * i,
-                    location,
-                )
-            u8 = np.frombuffer(buf, dtype=np.uint8)
-            runs = u8[at].astype(np.int64) | (u8[at + 1].astype(np.int64) << 8)
-            sizes[run_index] = 2 + 4 * runs
-            run_cards = cards[run_index]
-            tied = bool(
-                np.any((run_cards <= ARRAY_MAX_CARDINALITY) & (run_cards == 2 * runs + 1))
-            )
+        runs = run_counts(buf, start, end, n, run_flags, offsets, offsets_at, data_start, location)
+        sizes[runs.which] = 2 + 4 * runs.runs
     expected = np.empty(n, dtype=np.int64)
     expected[0] = data_start - start
     np.cumsum(sizes[:-1], out=expected[1:])
@@ -250,7 +240,12 @@ def _walk_large(
     if bad.size:
         i = int(bad[0])
         raise _offset_error(i, int(offsets[i]), int(expected[i]), offsets_at, location)
-    return data_start - start + int(sizes.sum()), int(cards.sum()), tied
+    total = data_start - start + int(sizes.sum())
+    run_cards = cards[runs.which]
+    if runs.which.size and start + total <= end:  # else scan32 reports the truncation
+        check_run_cards(buf, runs, run_cards, header_at, location)
+    tied = bool(np.any((run_cards <= ARRAY_MAX_CARDINALITY) & (run_cards == 2 * runs.runs + 1)))
+    return total, int(cards.sum()), tied
 
 
 def deserialize32(buf: bytes, start: int, scan: Scan32, location: str | None) -> BitMap:
@@ -269,6 +264,35 @@ def deserialize32(buf: bytes, start: int, scan: Scan32, location: str | None) ->
             location,
         )
     return bitmap
+
+
+def _read_key(
+    buf: bytes, pos: int, end: int, index: int, count: int, last_key: int, location: str | None
+) -> int:
+    """The key of bitmap ``index`` at ``pos``: in room, at most MAX_KEY, above the last."""
+    if pos + 4 > end:
+        raise _error(
+            f"portable 64-bit Roaring bitmap truncated: bitmap {index} of {count} has no "
+            "room for its key",
+            pos,
+            location,
+        )
+    key: int = _U32.unpack_from(buf, pos)[0]
+    if key > MAX_KEY:
+        why = (
+            "negative as a Java int, so its positions are >= 2^63"
+            if key >= 1 << 31
+            else f"above Iceberg's largest key {MAX_KEY}"
+        )
+        raise _error(f"bitmap {index} has key {key} (0x{key:08x}), {why}", pos, location)
+    if key <= last_key:
+        raise _error(
+            f"bitmap keys must be strictly ascending: key {key} follows {last_key} "
+            f"(bitmap {index})",
+            pos,
+            location,
+        )
+    return key
 
 
 def parse_portable64(
@@ -305,29 +329,7 @@ def parse_portable64(
             if skipped_to != last_key:
                 last_key = skipped_to
                 continue
-        index = count - remaining
-        if pos + 4 > end:
-            raise _error(
-                f"portable 64-bit Roaring bitmap truncated: bitmap {index} of {count} has no "
-                "room for its key",
-                pos,
-                location,
-            )
-        key = _U32.unpack_from(buf, pos)[0]
-        if key > MAX_KEY:
-            why = (
-                "negative as a Java int, so its positions are >= 2^63"
-                if key >= 1 << 31
-                else f"above Iceberg's largest key {MAX_KEY}"
-            )
-            raise _error(f"bitmap {index} has key {key} (0x{key:08x}), {why}", pos, location)
-        if key <= last_key:
-            raise _error(
-                f"bitmap keys must be strictly ascending: key {key} follows {last_key} "
-                f"(bitmap {index})",
-                pos,
-                location,
-            )
+        key = _read_key(buf, pos, end, count - remaining, count, last_key, location)
         pos += 4
         scan = scan32(buf, pos, end, location)
         if scan.cardinality:

@@ -1,0 +1,132 @@
+"""``verify_file``: every check the library knows, as a list of problems.
+
+The container (magic, sizes, flags, footer JSON, blob ranges), every codec frame, and the
+rules of each standard blob type (:mod:`puffin.blobs.standard`) are checked; a blob with a
+problem does not stop the checks of the next one.  The CLI's ``puffin verify`` and
+``puffin inspect`` and :func:`puffin.iceberg.verify_table` all call this.
+
+Example::
+
+    import puffin
+    problems = puffin.verify_file("stats.puffin")
+    for p in problems:
+        print(p)            # "blob 0, offset 4: ThetaSketchError: seed hash …"
+    assert not problems     # empty: the file is valid
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from puffin.blobs import standard
+from puffin.errors import (
+    CodecError,
+    DeletionVectorError,
+    InvalidBlobError,
+    InvalidFileError,
+    InvalidFooterError,
+    LimitExceededError,
+    PuffinError,
+    ThetaSketchError,
+    UnknownCodecError,
+)
+from puffin.reader import open as _open
+
+if TYPE_CHECKING:  # pragma: no cover
+    from puffin._source import Source
+    from puffin.limits import Limits
+
+__all__ = ["Problem", "category_of", "verify_file"]
+
+# Most specific first: a subclass must come before its base.
+_CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
+    (InvalidFileError, "invalid-file"),
+    (InvalidFooterError, "invalid-footer"),
+    (UnknownCodecError, "unknown-codec"),
+    (CodecError, "codec"),
+    (LimitExceededError, "limit-exceeded"),
+    (DeletionVectorError, "deletion-vector"),
+    (ThetaSketchError, "theta-sketch"),
+    (InvalidBlobError, "invalid-blob"),
+    (PuffinError, "invalid"),
+    (OSError, "io"),
+)
+
+
+def category_of(exc: BaseException) -> str:
+    """The error's category, a stable language-neutral name (``"codec"``, ``"io"``, …)."""
+    for cls, name in _CATEGORIES:
+        if isinstance(exc, cls):
+            return name
+    return "error"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One rule a file breaks: what (``category``, ``error``, ``message``) and where.
+
+    ``offset`` is a byte offset in the file; ``blob_index`` and ``field`` name the footer
+    entry.  Any of the three is None when it does not apply.
+    """
+
+    category: str
+    error: str
+    message: str
+    offset: int | None = None
+    blob_index: int | None = None
+    field: str | None = None
+
+    @classmethod
+    def from_exception(cls, exc: BaseException) -> Problem:
+        """The problem an exception reports (``PuffinError`` context, or an ``OSError``)."""
+        if isinstance(exc, PuffinError):
+            return cls(
+                category_of(exc),
+                type(exc).__name__,
+                exc.reason if exc.location is None else f"{exc.location}: {exc.reason}",
+                exc.offset,
+                exc.blob_index,
+                exc.field,
+            )
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return cls(category_of(exc), type(exc).__name__, message or type(exc).__name__)
+
+    def __str__(self) -> str:
+        where = []
+        if self.blob_index is not None:
+            where.append(f"blob {self.blob_index}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        if self.field is not None:
+            where.append(f"field {self.field!r}")
+        prefix = f"{', '.join(where)}: " if where else ""
+        return f"{prefix}{self.error}: {self.message}"
+
+
+def verify_file(source: Source, *, limits: Limits | None = None) -> list[Problem]:
+    """Check a Puffin file against every rule this library knows; ``[]`` means valid.
+
+    ``source`` is what :func:`puffin.open` takes.  Bad content never raises: each problem
+    is returned, one per blob at most, plus the rules across blobs.  A file that cannot be
+    opened at all (missing, unreadable) is one problem of category ``"io"``.
+    """
+    try:
+        reader = _open(source, limits=limits)
+    except (PuffinError, OSError) as exc:
+        return [Problem.from_exception(exc)]
+    problems: list[Problem] = []
+    with reader:
+        blobs = reader.blobs
+        for index, meta in enumerate(blobs):
+            try:
+                data = reader.read_blob(index)  # decompresses: every codec frame is checked
+                standard.check_blob(data, meta, index)
+            except PuffinError as exc:
+                exc.with_context(blob_index=index, offset=meta.offset)
+                problems.append(Problem.from_exception(exc))
+            except OSError as exc:  # a read that failed midway: where it was going
+                message = exc.strerror or str(exc) or type(exc).__name__
+                problems.append(Problem("io", type(exc).__name__, message, meta.offset, index))
+        problems.extend(Problem.from_exception(e) for e in standard.check_file_rules(blobs))
+    return problems
