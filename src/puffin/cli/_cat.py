@@ -1,16 +1,30 @@
-"""``puffin cat``: one blob's payload, as bytes, to standard output."""
+"""``puffin cat``: one blob's payload, as bytes, to standard output or ``--output``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from puffin.cli._common import UsageError, opened
+from puffin.cli._common import opened
+from puffin.errors import UsageError
 
 __all__ = ["run"]
 
 
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or unusual streams
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.output is None and _stdout_is_terminal():
+        # Binary on a terminal shows garbage and can drive it (escape sequences).
+        raise UsageError(
+            "refusing to write a blob's binary payload to a terminal: redirect standard "
+            "output (> FILE) or pass --output FILE"
+        )
     with opened(args.file) as reader:
         count = len(reader.blobs)
         if not -count <= args.blob < count:
@@ -19,6 +33,10 @@ def run(args: argparse.Namespace) -> int:
                 f"{count} blob{'' if count == 1 else 's'}"
             )
         data = reader.read_raw(args.blob) if args.raw else reader.read_blob(args.blob)
+    if args.output is not None:
+        with open(args.output, "wb") as out:
+            out.write(data)
+        return 0
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()

@@ -8,11 +8,10 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from puffin.errors import PuffinError
+from puffin.errors import IntegrationError, InvalidFileError, PuffinError
 
 __all__ = [
     "InputError",
-    "UsageError",
     "error_dict",
     "opened",
     "printable",
@@ -21,12 +20,17 @@ __all__ = [
 ]
 
 
-class UsageError(Exception):
-    """The command line asks for something impossible (exit status 2)."""
+class InputError(IntegrationError):
+    """An input file is invalid or unreadable (exit status 1); the message names the file.
 
+    The commands wrap library and I/O errors in it to put the file's name first.  ``hint``
+    is what the file seems to be when it is not a Puffin file (``"; this is a Parquet
+    file ..."``), already in the message.
+    """
 
-class InputError(Exception):
-    """An input file is invalid or unreadable (exit status 1); the message names the file."""
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def _describe(exc: BaseException, path: str | None = None) -> str:
@@ -62,7 +66,12 @@ def reading(path: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[N
     except BrokenPipeError:
         raise
     except caught as exc:
-        raise InputError(f"{path}: {_describe(exc, path)}") from exc
+        hint = ""
+        if isinstance(exc, InvalidFileError):
+            from puffin.cli._sniff import format_hint
+
+            hint = format_hint(path)
+        raise InputError(f"{path}: {_describe(exc, path)}{hint}", hint=hint) from exc
 
 
 @contextlib.contextmanager

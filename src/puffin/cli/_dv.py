@@ -8,8 +8,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from puffin.cli._blobs import DV_TYPE, decode_dv_blob
-from puffin.cli._common import InputError, UsageError, opened, printable, reading
+from puffin.blobs.standard import DELETION_VECTOR_V1, REFERENCED_DATA_FILE
+from puffin.cli._common import InputError, opened, printable, reading
+from puffin.errors import UsageError
 
 __all__ = ["SCHEMA_VERSION", "run"]
 
@@ -45,20 +46,22 @@ def _select(args: argparse.Namespace) -> list[_Selected]:
         return [_Selected(None, args.data_file, args.offset, args.length, dv.to_numpy())]
     if args.record_count is not None:
         raise UsageError("--record-count needs --offset and --length")
+    from puffin.blobs.deletion_vector import decode_blob
+
     selected: list[_Selected] = []
     with opened(args.file) as reader:
         found: list[str] = []
         for index, meta in enumerate(reader.blobs):
-            if meta.type != DV_TYPE:
+            if meta.type != DELETION_VECTOR_V1:
                 continue
-            referenced = meta.properties.get("referenced-data-file")
+            referenced = meta.properties.get(REFERENCED_DATA_FILE)
             found.append(referenced if referenced is not None else "(none)")
             if args.data_file is not None and referenced != args.data_file:
                 continue
-            dv = decode_dv_blob(reader.read_blob(index), meta, index)
+            dv = decode_blob(reader.read_blob(index), meta, index, f"blob {index}")
             selected.append(_Selected(index, referenced, meta.offset, meta.length, dv.to_numpy()))
     if not found:
-        raise InputError(f"{args.file}: no {DV_TYPE} blob in the file")
+        raise InputError(f"{args.file}: no {DELETION_VECTOR_V1} blob in the file")
     if not selected:
         raise InputError(
             f"{args.file}: no deletion vector for data file {args.data_file!r} "

@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from puffin.cli._blobs import DV_TYPE, THETA_TYPE, dv_info, theta_info
-from puffin.cli._common import error_dict, opened, printable, write_json
+from puffin.blobs.standard import APACHE_DATASKETCHES_THETA_V1, DELETION_VECTOR_V1
+from puffin.cli._blobs import dv_info, theta_info
+from puffin.cli._common import InputError, error_dict, opened, printable, write_json
 from puffin.cli._style import Colours, colours_for
 from puffin.layout import MIN_FOOTER_SIZE
 
-__all__ = ["SCHEMA_VERSION", "describe", "run"]
+__all__ = ["SCHEMA_VERSION", "describe", "failed", "run"]
 
 #: Version of the ``--json`` shape (docs/cli.md); bumped on any incompatible change.
 SCHEMA_VERSION = 1
@@ -36,10 +37,10 @@ def describe(path: str, *, positions: int | None, std_devs: int) -> dict[str, An
                 "deletion_vector": None,
                 "error": None,
             }
-            if meta.type in (THETA_TYPE, DV_TYPE):
+            if meta.type in (APACHE_DATASKETCHES_THETA_V1, DELETION_VECTOR_V1):
                 try:
                     data = reader.read_blob(index)
-                    if meta.type == THETA_TYPE:
+                    if meta.type == APACHE_DATASKETCHES_THETA_V1:
                         entry["theta"] = theta_info(data, meta, index, std_devs=std_devs)
                     else:
                         entry["deletion_vector"] = dv_info(data, meta, index, limit=positions)
@@ -63,8 +64,28 @@ def describe(path: str, *, positions: int | None, std_devs: int) -> dict[str, An
         }
 
 
+def failed(path: str, exc: InputError) -> dict[str, Any]:
+    """The ``--json`` report of a file whose footer cannot be read, as ``verify --json``
+    reports one: the error in the shape of a blob's ``error``, with the format hint."""
+    error = error_dict(exc.__cause__ if exc.__cause__ is not None else exc)
+    error["message"] += exc.hint
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "inspect",
+        "file": path,
+        "valid": False,
+        "error": error,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
-    report = describe(args.file, positions=args.positions, std_devs=args.std_devs)
+    try:
+        report = describe(args.file, positions=args.positions, std_devs=args.std_devs)
+    except InputError as exc:
+        if not args.json:
+            raise
+        write_json(failed(args.file, exc))
+        return 1
     if args.json:
         write_json(report)
     else:

@@ -1,0 +1,1 @@
+"""Plumbing shared by the integrations (CLI, Iceberg, Spark)."""
