@@ -5,6 +5,9 @@
   :func:`read_table_statistics` reads each column's ``ndv`` and sketch back.
 * Deletion vectors (Iceberg v3): :func:`write_table_deletion_vectors`,
   :func:`read_table_deletion_vectors`, :func:`apply_deletion_vector`.
+* Row-level deletes (merge-on-read): :func:`upgrade_to_v3` moves a table to format version 3,
+  :func:`delete_rows` commits the rows a filter matches as deletion vectors,
+  :func:`commit_deletion_vectors` commits positions computed elsewhere (Spark).
 * :func:`verify_table` checks every Puffin file the metadata references against it.
 * Catalogs: :func:`load_catalog` (pyiceberg's configuration, or an embedded SQLite catalog
   in ``./warehouse``), and :func:`create_sample_table` for a table to try things on.
@@ -23,18 +26,21 @@ Importing this module is light; pyiceberg and pyarrow load when a function needs
 
 from __future__ import annotations
 
+from puffin.errors import (
+    CatalogNotFoundError,
+    ColumnNotFoundError,
+    SnapshotNotFoundError,
+    StatisticsNotFoundError,
+    TableNotFoundError,
+    UnsupportedTableError,
+)
 from puffin.iceberg._catalog import (
     DEFAULT_WAREHOUSE,
     WAREHOUSE_ENV,
-    CatalogNotFoundError,
-    SnapshotNotFoundError,
-    TableNotFoundError,
     load_catalog,
     load_table,
     local_catalog,
 )
-from puffin.iceberg._scan import ColumnNotFoundError, UnsupportedTableError
-from puffin.iceberg.cli import register_cli
 from puffin.iceberg.deletes import (
     DeletionVectorRef,
     TableMetadataError,
@@ -44,11 +50,16 @@ from puffin.iceberg.deletes import (
     read_table_deletion_vectors,
     write_table_deletion_vectors,
 )
+from puffin.iceberg.row_deletes import (
+    DeleteResult,
+    commit_deletion_vectors,
+    delete_rows,
+    upgrade_to_v3,
+)
 from puffin.iceberg.sample import create_sample_table, sample_batch, sample_schema
 from puffin.iceberg.statistics import (
     ColumnStatistics,
     SkippedColumnWarning,
-    StatisticsNotFoundError,
     TableStatistics,
     compute_table_statistics,
     read_table_statistics,
@@ -57,15 +68,13 @@ from puffin.iceberg.statistics import (
 )
 from puffin.iceberg.verify import Problem, VerifyReport, verify_table
 
-#: Alias of :func:`register_cli` (the ``puffin`` command's plugin hook).
-register = register_cli
-
 __all__ = [
     "DEFAULT_WAREHOUSE",
     "WAREHOUSE_ENV",
     "CatalogNotFoundError",
     "ColumnNotFoundError",
     "ColumnStatistics",
+    "DeleteResult",
     "DeletionVectorRef",
     "Problem",
     "SkippedColumnWarning",
@@ -77,8 +86,10 @@ __all__ = [
     "UnsupportedTableError",
     "VerifyReport",
     "apply_deletion_vector",
+    "commit_deletion_vectors",
     "compute_table_statistics",
     "create_sample_table",
+    "delete_rows",
     "deletion_vector_data_files",
     "deletion_vector_refs",
     "load_catalog",
@@ -86,11 +97,10 @@ __all__ = [
     "local_catalog",
     "read_table_deletion_vectors",
     "read_table_statistics",
-    "register",
-    "register_cli",
     "sample_batch",
     "sample_schema",
     "statistics_file_for",
+    "upgrade_to_v3",
     "verify_table",
     "write_statistics_file",
     "write_table_deletion_vectors",

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from puffin.errors import CatalogNotFoundError, SnapshotNotFoundError, TableNotFoundError
+
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
@@ -37,34 +39,33 @@ WAREHOUSE_ENV = "PUFFIN_WAREHOUSE"
 CATALOG_DB = "catalog.db"
 
 
-class CatalogNotFoundError(LookupError):
-    """A catalog was asked for by name but pyiceberg's configuration has no such catalog."""
-
-
-class TableNotFoundError(LookupError):
-    """The catalog has no table by that name."""
-
-
-class SnapshotNotFoundError(LookupError):
-    """The table has no such snapshot (or no snapshot at all)."""
-
-
 def default_warehouse() -> Path:
     """The embedded catalog's folder: ``$PUFFIN_WAREHOUSE`` or ``./warehouse``."""
     return Path(os.environ.get(WAREHOUSE_ENV) or DEFAULT_WAREHOUSE).resolve()
 
 
 def local_catalog(
-    warehouse: str | os.PathLike[str] | None = None, *, name: str = "default"
+    warehouse: str | os.PathLike[str] | None = None,
+    *,
+    name: str = "default",
+    create: bool = True,
 ) -> Catalog:
     """An embedded SQLite catalog: ``<warehouse>/catalog.db`` plus table folders beside it.
 
-    The folder is created if needed.  Several processes may share it (SQLite locks the
-    database for each commit).
+    The folder is created if needed, unless ``create`` is false: then a folder without a
+    catalog is a :class:`CatalogNotFoundError` and nothing is left behind (a command that
+    only reads a table, run in the wrong folder).  Several processes may share it (SQLite
+    locks the database for each commit).
     """
     from pyiceberg.catalog.sql import SqlCatalog
 
     folder = Path(warehouse).resolve() if warehouse is not None else default_warehouse()
+    if not create and not (folder / CATALOG_DB).is_file():
+        raise CatalogNotFoundError(
+            f"no embedded catalog in {folder} (no {CATALOG_DB}): name the folder of one "
+            f"(--warehouse DIR, ${WAREHOUSE_ENV}) or a catalog from pyiceberg's configuration "
+            "(--catalog NAME)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     return SqlCatalog(
         name,
@@ -75,7 +76,10 @@ def local_catalog(
 
 
 def load_catalog(
-    name: str | None = None, *, warehouse: str | os.PathLike[str] | None = None
+    name: str | None = None,
+    *,
+    warehouse: str | os.PathLike[str] | None = None,
+    create: bool = True,
 ) -> Catalog:
     """A catalog by name, through pyiceberg's configuration, else the embedded one.
 
@@ -86,9 +90,11 @@ def load_catalog(
       embedded catalog).
     * neither: pyiceberg's default catalog if one is configured, else the embedded catalog
       in ``$PUFFIN_WAREHOUSE`` or ``./warehouse``.
+
+    ``create`` as for :func:`local_catalog`, when the embedded catalog is the one used.
     """
     if warehouse is not None:
-        return local_catalog(warehouse, name=name or "default")
+        return local_catalog(warehouse, name=name or "default", create=create)
     from pyiceberg.catalog import load_catalog as pyiceberg_load_catalog
     from pyiceberg.utils.config import Config
 
@@ -105,7 +111,7 @@ def load_catalog(
             f"{name.upper()}__* environment variables (configured catalogs: {known}); "
             "leave the name out to use the embedded SQLite catalog"
         )
-    return local_catalog(name=lookup)
+    return local_catalog(name=lookup, create=create)
 
 
 def load_table(catalog: Catalog, identifier: str | tuple[str, ...]) -> Table:

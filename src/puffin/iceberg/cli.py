@@ -1,7 +1,8 @@
-"""``puffin table ...``: table statistics and verification from the command line.
+"""``puffin table ...``: table statistics, verification and row deletes from the command line.
 
 ``puffin table stats compute TABLE``, ``puffin table stats show TABLE``,
-``puffin table verify TABLE`` and ``puffin table sample TABLE``.  The catalog is
+``puffin table verify TABLE``, ``puffin table sample TABLE``, and (in
+:mod:`._cli_deletes`) ``puffin table upgrade|delete|dv TABLE``.  The catalog is
 ``--catalog NAME`` from pyiceberg's configuration (``~/.pyiceberg.yaml``,
 ``PYICEBERG_CATALOG__NAME__*``), or ``--warehouse DIR`` for the embedded SQLite catalog in
 ``DIR``; with neither, pyiceberg's default catalog if configured, else the embedded catalog
@@ -14,15 +15,18 @@ subcommands, and pyiceberg is imported only when one runs.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from puffin.blobs.standard import NDV
+from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
+from puffin.iceberg._cli_deletes import _print_json, add_delete_commands
+
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-__all__ = ["register_cli", "run"]
+__all__ = ["register_cli"]
 
 _EPILOG_COMPUTE = """\
 examples:
@@ -33,8 +37,9 @@ examples:
 
 _EPILOG_VERIFY = """\
 Checks every statistics file the metadata references (exists, size, footer size, blob
-metadata equal to the footer, sketches decode) and the current snapshot's deletion vectors
-(exists, size, CRC, cardinality = record_count, positions inside the data file).
+metadata equal to the footer, every rule `puffin verify` checks) and the current snapshot's
+deletion vectors (exists, size, CRC, cardinality = record_count, positions inside the data
+file).
 Exit status 1 when a problem is found.
 """
 
@@ -57,6 +62,13 @@ def _catalog_options() -> argparse.ArgumentParser:
     return parent
 
 
+def add_progress_option(parser: argparse.ArgumentParser, when: str) -> None:
+    """``--progress/--no-progress``, spelled as every long-running ``puffin`` command spells it."""
+    from puffin.cli import add_progress_option as add
+
+    add(parser, when)
+
+
 def _parents() -> list[argparse.ArgumentParser]:
     parents = [_catalog_options()]
     try:
@@ -73,14 +85,22 @@ def register_cli(subparsers: Any) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     table = subparsers.add_parser(
         "table",
-        help="Iceberg table statistics and deletion-vector checks (needs the iceberg extra)",
+        help="Iceberg table statistics, row deletes and checks (needs the iceberg extra)",
         description="Work on Iceberg tables through pyiceberg: compute and show NDV "
-        "statistics, verify the Puffin files the metadata references.",
+        "statistics, delete rows with deletion vectors (v3), verify the Puffin files the "
+        "metadata references.",
         formatter_class=fmt,
     )
     table.set_defaults(func=_help(table))
     groups = table.add_subparsers(dest="table_command", metavar="COMMAND")
+    _add_stats(groups)
+    _add_verify(groups)
+    _add_sample(groups)
+    add_delete_commands(groups, _parents, _open_table)
 
+
+def _add_stats(groups: Any) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
     stats = groups.add_parser(
         "stats", help="compute or show table statistics (theta sketches)", formatter_class=fmt
     )
@@ -105,9 +125,7 @@ def register_cli(subparsers: Any) -> None:
         help="write the statistics file but do not register it in the table",
     )
     compute.add_argument("--json", action="store_true", help="print the result as JSON")
-    compute.add_argument(
-        "--no-progress", action="store_true", help="no progress bar even on a terminal"
-    )
+    add_progress_option(compute, "for every data file read")
     compute.set_defaults(func=_run_compute)
 
     show = stats_cmds.add_parser(
@@ -121,12 +139,14 @@ def register_cli(subparsers: Any) -> None:
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=_run_show)
 
+
+def _add_verify(groups: Any) -> None:
     verify = groups.add_parser(
         "verify",
         help="check the statistics files and deletion vectors the table references",
         parents=_parents(),
         epilog=_EPILOG_VERIFY,
-        formatter_class=fmt,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument("table", help="table identifier, e.g. db.events")
     verify.add_argument(
@@ -137,11 +157,12 @@ def register_cli(subparsers: Any) -> None:
     verify.add_argument("--json", action="store_true", help="print JSON")
     verify.set_defaults(func=_run_verify)
 
+
+def _add_sample(groups: Any) -> None:
     sample = groups.add_parser(
         "sample",
         help="create a sample table (9 column types) in the catalog",
         parents=_parents(),
-        formatter_class=fmt,
     )
     sample.add_argument("table", help="table identifier to create, e.g. demo.events")
     sample.add_argument("--rows", type=int, default=1_000_000, help="rows (default 1000000)")
@@ -149,17 +170,6 @@ def register_cli(subparsers: Any) -> None:
     sample.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     sample.add_argument("--replace", action="store_true", help="drop the table first if it exists")
     sample.set_defaults(func=_run_sample)
-
-
-register = register_cli
-
-
-def run(args: argparse.Namespace) -> int:
-    """Dispatch to the chosen ``table`` subcommand."""
-    func = getattr(args, "func", None)
-    if func is None or func is run:
-        raise SystemExit(2)
-    return int(func(args))
 
 
 def _help(parser: argparse.ArgumentParser) -> Any:
@@ -173,45 +183,21 @@ def _help(parser: argparse.ArgumentParser) -> Any:
 # --- handlers -------------------------------------------------------------------------------
 
 
-def _input_error(message: str) -> Exception:
-    try:
-        from puffin.cli import InputError
-
-        return InputError(message)
-    except ImportError:  # pragma: no cover
-        return RuntimeError(message)
-
-
 def _open_table(args: argparse.Namespace) -> Table:
-    from puffin.iceberg._catalog import (
-        CatalogNotFoundError,
-        TableNotFoundError,
-        load_catalog,
-        load_table,
-    )
+    """The table the arguments name; every failure is a :mod:`puffin.errors` class."""
+    from puffin._integration.deps import require
 
+    require("pyiceberg.catalog", "iceberg")
+    from puffin.iceberg._catalog import load_catalog, load_table
+
+    # Every command but `sample` needs an existing table: never create an empty catalog.
     try:
-        catalog = load_catalog(args.catalog, warehouse=args.warehouse)
-        return load_table(catalog, args.table)
-    except (CatalogNotFoundError, TableNotFoundError) as exc:
-        raise _input_error(str(exc)) from None
-    except ImportError as exc:
-        raise _input_error(
-            f"{exc}; install the iceberg extra: pip install 'iceberg-puffin[iceberg]'"
-        ) from None
-
-
-def _lookup_errors() -> tuple[type[BaseException], ...]:
-    from puffin.iceberg._catalog import SnapshotNotFoundError
-    from puffin.iceberg._scan import ColumnNotFoundError, UnsupportedTableError
-    from puffin.iceberg.statistics import StatisticsNotFoundError
-
-    return (
-        SnapshotNotFoundError,
-        ColumnNotFoundError,
-        UnsupportedTableError,
-        StatisticsNotFoundError,
-    )
+        catalog = load_catalog(args.catalog, warehouse=args.warehouse, create=False)
+    except CatalogNotFoundError as exc:
+        if args.catalog is not None:
+            raise
+        raise TableNotFoundError(f"table {args.table!r} not found: {exc}") from None
+    return load_table(catalog, args.table)
 
 
 def _run_compute(args: argparse.Namespace) -> int:
@@ -221,18 +207,13 @@ def _run_compute(args: argparse.Namespace) -> int:
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SkippedColumnWarning)
-        try:
-            stats = compute_table_statistics(
-                table,
-                columns=columns,
-                snapshot_id=args.snapshot_id,
-                commit=not args.no_commit,
-                progress=False if args.no_progress else None,
-            )
-        except _lookup_errors() as exc:
-            raise _input_error(str(exc)) from None
-        except ValueError as exc:
-            raise _input_error(str(exc)) from None
+        stats = compute_table_statistics(
+            table,
+            columns=columns,
+            snapshot_id=args.snapshot_id,
+            commit=not args.no_commit,
+            progress=args.progress,
+        )
     for w in caught:
         if issubclass(w.category, SkippedColumnWarning):
             sys.stderr.write(f"puffin table stats compute: note: {w.message}\n")
@@ -240,7 +221,7 @@ def _run_compute(args: argparse.Namespace) -> int:
     if args.json:
         doc = stats.model_dump(by_alias=True, exclude_none=True)
         doc["committed"] = not args.no_commit
-        print(json.dumps(doc, indent=2))
+        _print_json("table stats compute", doc)
         return 0
     verb = "wrote" if args.no_commit else "committed"
     print(f"{verb} {stats.statistics_path}")
@@ -251,25 +232,22 @@ def _run_compute(args: argparse.Namespace) -> int:
     width = max((len(names.get(b.fields[0], "")) for b in stats.blob_metadata), default=6)
     for b in stats.blob_metadata:
         name = names.get(b.fields[0], f"field {b.fields[0]}")
-        ndv = (b.properties or {}).get("ndv", "?")
+        ndv = (b.properties or {}).get(NDV, "?")
         print(f"  {name:<{width}}  ndv {ndv}")
     return 0
 
 
 def _names(table: Table) -> dict[int, str]:
-    from puffin.iceberg._scan import _struct_paths
+    from puffin.iceberg._columns import column_names
 
-    return {fid: entry[1] for fid, entry in _struct_paths(table.schema()).items()}
+    return column_names(table.schema())
 
 
 def _run_show(args: argparse.Namespace) -> int:
     from puffin.iceberg.statistics import read_table_statistics
 
     table = _open_table(args)
-    try:
-        stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
-    except _lookup_errors() as exc:
-        raise _input_error(str(exc)) from None
+    stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
     rows = []
     for c in stats.columns:
         sketch = c.sketch
@@ -286,28 +264,26 @@ def _run_show(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "snapshot_id": stats.snapshot_id,
-                    "statistics_path": stats.statistics_file.statistics_path,
-                    "created_by": stats.created_by,
-                    "columns": rows,
-                },
-                indent=2,
-            )
+        _print_json(
+            "table stats show",
+            {
+                "snapshot_id": stats.snapshot_id,
+                "statistics_path": stats.statistics_file.statistics_path,
+                "created_by": stats.created_by,
+                "columns": rows,
+            },
         )
         return 0
     print(f"{stats.statistics_file.statistics_path}")
     print(f"  snapshot {stats.snapshot_id}, created by {stats.created_by or 'unknown'}")
     width = max((len(str(r["name"] or "")) for r in rows), default=6)
     width = max(width, 6)
-    print(f"  {'column':<{width}}  {'ndv':>12}  {'95% bounds (2 sigma)':>27}  mode")
+    print(f"  {'column':<{width}}  {NDV:>12}  {'95% bounds (2 sigma)':>27}  mode")
     for r in rows:
         bounds = f"[{r['lower_bound']:.0f}, {r['upper_bound']:.0f}]"
         mode = "exact" if r["exact"] else "estimate"
         name = r["name"] if r["name"] is not None else f"<field {r['field_id']}>"
-        ndv = r["ndv"] if r["ndv"] is not None else "?"
+        ndv = r[NDV] if r[NDV] is not None else "?"
         print(f"  {name:<{width}}  {ndv:>12}  {bounds:>27}  {mode}")
     return 0
 
@@ -316,12 +292,9 @@ def _run_verify(args: argparse.Namespace) -> int:
     from puffin.iceberg.verify import verify_table
 
     table = _open_table(args)
-    try:
-        report = verify_table(table, snapshot_id=args.snapshot_id)
-    except _lookup_errors() as exc:
-        raise _input_error(str(exc)) from None
+    report = verify_table(table, snapshot_id=args.snapshot_id)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        _print_json("table verify", report.to_dict())
         return 0 if report.ok else 1
     name = args.table
     print(
@@ -340,12 +313,7 @@ def _run_sample(args: argparse.Namespace) -> int:
     from puffin.iceberg.sample import create_sample_table
 
     if args.rows < 0 or args.files < 1:
-        try:
-            from puffin.cli import UsageError
-
-            raise UsageError("--rows must be >= 0 and --files >= 1")
-        except ImportError:  # pragma: no cover
-            return 2
+        raise UsageError("--rows must be >= 0 and --files >= 1")
     catalog = load_catalog(args.catalog, warehouse=args.warehouse)
     try:
         table = create_sample_table(
@@ -360,7 +328,7 @@ def _run_sample(args: argparse.Namespace) -> int:
         from pyiceberg.exceptions import TableAlreadyExistsError
 
         if isinstance(exc, TableAlreadyExistsError):
-            raise _input_error(f"table {args.table} already exists (use --replace)") from None
+            raise TableError(f"table {args.table} already exists (use --replace)") from None
         raise
     snapshot = table.current_snapshot()
     print(

@@ -7,10 +7,9 @@ snapshot's delete manifests point at it: a position-delete entry in ``PUFFIN`` f
 manifests (with the v3 manifest schema, which pyiceberg 0.12 does not read by default) and each
 vector by its byte range, as Java's reader does.
 
-pyiceberg 0.12 cannot write v3 table metadata, so committing new vectors into a table is left
-to an engine that can; :func:`write_table_deletion_vectors` writes the Puffin file where the
-table keeps its data and returns what the manifest entries need, and
-:func:`deletion_vector_data_files` turns that into pyiceberg ``DataFile`` records.
+:func:`write_table_deletion_vectors` writes the Puffin file where the table keeps its data and
+returns what the manifest entries need, and :func:`deletion_vector_data_files` turns that into
+pyiceberg ``DataFile`` records; :mod:`puffin.iceberg.row_deletes` commits them.
 """
 
 from __future__ import annotations
@@ -21,8 +20,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from puffin._integration.locations import local_path, open_input
+from puffin.errors import TableMetadataError
 from puffin.iceberg._catalog import resolve_snapshot
-from puffin.iceberg._scan import local_path, open_input, plan_files
+from puffin.iceberg._plan import plan_files
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,13 +40,11 @@ __all__ = [
     "apply_deletion_vector",
     "deletion_vector_data_files",
     "deletion_vector_refs",
+    "read_manifest_entries",
+    "read_manifest_list",
     "read_table_deletion_vectors",
     "write_table_deletion_vectors",
 ]
-
-
-class TableMetadataError(ValueError):
-    """The table's metadata contradicts itself (two vectors for one file, missing fields)."""
 
 
 def _as_path(key: Any) -> str:
@@ -88,8 +87,8 @@ def write_table_deletion_vectors(
         path = _as_path(key)
         if path in dvs:
             raise ValueError(f"data file {path} is given twice")
-        dvs[path] = positions if isinstance(positions, DeletionVector) else DeletionVector(
-            positions
+        dvs[path] = (
+            positions if isinstance(positions, DeletionVector) else DeletionVector(positions)
         )
     if not dvs:
         raise ValueError("no deletion vectors to write")
@@ -135,22 +134,24 @@ def _validate_targets(table: Table, dvs: Mapping[str, DeletionVector]) -> None:
             largest = int(dv.to_numpy()[-1])
             if largest >= live[path]:
                 raise ValueError(
-                    f"position {largest} is past the end of {path}, which has "
-                    f"{live[path]} rows"
+                    f"position {largest} is past the end of {path}, which has {live[path]} rows"
                 )
 
 
-def deletion_vector_data_files(table: Table, entries: Iterable[Any]) -> list[DataFile]:
+def deletion_vector_data_files(
+    table: Table, entries: Iterable[Any], *, data_files: Mapping[str, DataFile] | None = None
+) -> list[DataFile]:
     """pyiceberg v3 ``DataFile`` records (content position deletes, format PUFFIN) for entries.
 
     Each record carries the referenced data file's partition and spec id, so it can be added
     to a v3 delete manifest as is (the spec requires a DV's partition to be its data file's).
+    ``data_files`` (``{path: DataFile}``) saves planning the current snapshot again.
     """
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
 
-    by_path: dict[str, DataFile] = {}
+    by_path: Mapping[str, DataFile] = data_files or {}
     snapshot = table.current_snapshot()
-    if snapshot is not None:
+    if data_files is None and snapshot is not None:
         by_path = {p.path: p.data_file for p in plan_files(table, snapshot)}
     out = []
     for e in entries:
@@ -195,8 +196,27 @@ class DeletionVectorRef:
     sequence_number: int | None
 
 
-def _read_manifest_v3(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
-    """A manifest's live entries read with the v3 schema (keeps the DV fields)."""
+def read_manifest_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
+    """A manifest list read with the v3 schema: ``first_row_id`` survives (pyiceberg drops it)."""
+    from pyiceberg.avro.file import AvroFile
+    from pyiceberg.manifest import (
+        MANIFEST_LIST_FILE_SCHEMAS,
+        ManifestContent,
+        ManifestFile,
+        PartitionFieldSummary,
+    )
+
+    with AvroFile[ManifestFile](
+        io.new_input(manifest_list),
+        MANIFEST_LIST_FILE_SCHEMAS[3],
+        read_types={-1: ManifestFile, 508: PartitionFieldSummary},
+        read_enums={517: ManifestContent},
+    ) as reader:
+        return list(reader)
+
+
+def read_manifest_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
+    """A manifest's live entries as v3 records (keeps the DV fields), sequence numbers inherited."""
     from pyiceberg.avro.file import AvroFile
     from pyiceberg.manifest import (
         MANIFEST_ENTRY_SCHEMAS,
@@ -241,7 +261,7 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
     for manifest in snap.manifests(table.io):
         if manifest.content != ManifestContent.DELETES:
             continue
-        for entry in _read_manifest_v3(table.io, manifest):
+        for entry in read_manifest_entries(table.io, manifest):
             df = entry.data_file
             if (
                 df.content != DataFileContent.POSITION_DELETES
@@ -321,7 +341,7 @@ def apply_deletion_vector(data: pa.Table | pa.RecordBatch, dv: Any, *, offset: i
     import numpy as np
     import pyarrow as pa
 
-    from puffin.iceberg._scan import keep_mask
+    from puffin.iceberg._plan import keep_mask
 
     if hasattr(dv, "to_numpy"):
         positions = np.asarray(dv.to_numpy(), dtype=np.int64)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from puffin.errors import UsageError
+
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
@@ -101,21 +103,17 @@ def sample_batch(rows: int, *, start: int = 0, seed: int = 0) -> pa.Table:
     decimal_le16[:, 1] = cents >> 63  # sign extension of the 128-bit unscaled value
     amount = rng.random(n) * 1000.0
     names = _with_prefix("user-", rng.integers(0, 50_000, n), binary=False)
-    names = pa.Array.from_buffers(
-        pa.string(), n, [_nulls(rng, n, 0.02), *names.buffers()[1:]]
-    )
+    names = pa.Array.from_buffers(pa.string(), n, [_nulls(rng, n, 0.02), *names.buffers()[1:]])
     columns: dict[str, pa.Array] = {
         "id": pa.array(ids),
         "category": pa.array(rng.integers(0, 200, n, dtype=np.int32)),
         "amount": pa.Array.from_buffers(
             pa.float64(), n, [_nulls(rng, n, 0.01), pa.py_buffer(amount)]
         ),
-        "price": pa.Array.from_buffers(
-            pa.decimal128(12, 2), n, [None, pa.py_buffer(decimal_le16)]
+        "price": pa.Array.from_buffers(pa.decimal128(12, 2), n, [None, pa.py_buffer(decimal_le16)]),
+        "day": pa.array((rng.integers(0, 2000, n) + _DAY0).astype(np.int32), type=pa.int32()).cast(
+            pa.date32()
         ),
-        "day": pa.array(
-            (rng.integers(0, 2000, n) + _DAY0).astype(np.int32), type=pa.int32()
-        ).cast(pa.date32()),
         "event_time": pa.array(
             rng.integers(0, 366 * 86_400_000_000, n, dtype=np.int64) + _YEAR_2024_US
         ).cast(pa.timestamp("us")),
@@ -153,7 +151,7 @@ def create_sample_table(
         table = create_sample_table(load_catalog(), "demo.events", rows=2_000_000, files=8)
     """
     if rows < 0 or files < 1:
-        raise ValueError(f"need rows >= 0 and files >= 1, got rows={rows}, files={files}")
+        raise UsageError(f"need rows >= 0 and files >= 1, got rows={rows}, files={files}")
     namespace = catalog.namespace_from(identifier)
     if namespace:
         catalog.create_namespace_if_not_exists(namespace)

@@ -6,26 +6,31 @@ columns by field id, drops deleted rows, sketches every column with the Iceberg 
 single-value bytes, writes ``<snapshot-id>-<uuid>.stats`` beside the table metadata and
 commits it as the snapshot's ``StatisticsFile``.  :func:`read_table_statistics` reads it
 back.
+
+Commits are optimistic, as in :mod:`puffin.iceberg.row_deletes` (whose conflict test,
+backoff and cleanup they share): when another writer commits first, the table is refreshed
+and the same file is registered again, a bounded number of times; a commit that finally
+fails removes the file and raises :class:`~puffin.errors.CommitConflictError`.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from puffin.iceberg._catalog import SnapshotNotFoundError, resolve_snapshot
-from puffin.iceberg._progress import Progress
-from puffin.iceberg._scan import (
-    ScanColumn,
-    local_path,
-    open_input,
-    plan_files,
-    read_columns,
-    resolve_columns,
-)
+from puffin._integration.locations import open_input, open_output
+from puffin._integration.progress import Progress
+from puffin.blobs import standard
+from puffin.errors import SnapshotNotFoundError, StatisticsNotFoundError, UsageError
+from puffin.iceberg._catalog import resolve_snapshot
+from puffin.iceberg._columns import ScanColumn, by_current_names, resolve_columns
+from puffin.iceberg._plan import plan_files
+from puffin.iceberg._read import read_columns
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -48,15 +53,13 @@ __all__ = [
     "table_statistics_for",
 ]
 
-THETA_BLOB_TYPE = "apache-datasketches-theta-v1"
+THETA_BLOB_TYPE = standard.APACHE_DATASKETCHES_THETA_V1
+#: Commits tried before a statistics commit that keeps losing gives up.
+MAX_ATTEMPTS = 8
 
 
 class SkippedColumnWarning(UserWarning):
     """A column was left out of the statistics (its type has no sketch)."""
-
-
-class StatisticsNotFoundError(LookupError):
-    """The table has no statistics file for the snapshot."""
 
 
 def created_by() -> str:
@@ -77,10 +80,23 @@ def sketchable(iceberg_type: Any) -> bool:
     return True
 
 
-def _builder(iceberg_type: Any, lg_k: int) -> Any:
-    from puffin.blobs.theta import ThetaSketchBuilder
+def _sketch_files(
+    table: Table, planned: Sequence[Any], scan_columns: list[ScanColumn], lg_k: int, bar: Progress
+) -> dict[Any, ThetaSketch]:
+    """Each column's sketch: the NDV engine reads and hashes one planned file per part."""
+    from puffin._integration.ndv import Batches, sketch_parts
 
-    return ThetaSketchBuilder(iceberg_type, lg_k=lg_k)
+    def part(f: Any) -> Batches:
+        for b in read_columns(table, [f], scan_columns, prefetch=False, distinct_ok=True):
+            yield b.rows, b.columns
+
+    def on_batch(rows: int, index: int) -> None:
+        bar.set_note(f"file {index + 1}/{len(planned)}")
+        bar.update(rows)
+
+    types = {c.field_id: c.iceberg_type for c in scan_columns}
+    parts = [functools.partial(part, p) for p in planned]
+    return sketch_parts(parts, types, lg_k=lg_k, on_batch=on_batch).sketches
 
 
 def _new_stats_location(table: Table, snapshot_id: int) -> str:
@@ -100,20 +116,22 @@ def compute_table_statistics(
     lg_k: int = 12,
     commit: bool = True,
     progress: bool | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
 ) -> StatisticsFile:
     """Compute NDV sketches for a snapshot, write them to a Puffin file and commit it.
 
     Args:
-        table: a pyiceberg table (v1, v2; v3 with ``commit=False``, see below).
+        table: a pyiceberg table (v1, v2 or v3).
         columns: names (dotted for struct fields) or field ids; default every top-level
             primitive column.  Columns whose type has no sketch are skipped with a
             :class:`SkippedColumnWarning`.
         snapshot_id: the snapshot to describe; default the current one.
         lg_k: log2 of the sketch's nominal entries (12, Java's default: 4096).
         commit: register the file with ``table.update_statistics().set_statistics(...)``
-            (replacing the snapshot's previous statistics file, as Java does).  pyiceberg
-            0.12 cannot write v3 table metadata, so v3 tables need ``commit=False``.
+            (replacing the snapshot's previous statistics file, as Java does); v3 tables,
+            whose metadata pyiceberg 0.12 cannot write, through :mod:`puffin.iceberg._v3`.
         progress: draw a progress bar on stderr; default only when stderr is a terminal.
+        max_attempts: commits tried, each on the refreshed table, before giving up.
 
     Returns:
         The ``StatisticsFile`` (also committed unless ``commit=False``).
@@ -122,6 +140,8 @@ def compute_table_statistics(
         SnapshotNotFoundError: no such snapshot, or the table is empty.
         ColumnNotFoundError: a named column is not in the snapshot's schema.
         UnsupportedTableError: equality deletes, or data files that are not Parquet.
+        CommitConflictError: concurrent commits won ``max_attempts`` times (the file
+            written is removed).
 
     Example::
 
@@ -129,28 +149,18 @@ def compute_table_statistics(
         print(stats.statistics_path, [b.properties["ndv"] for b in stats.blob_metadata])
     """
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
-    builders = {c.field_id: _builder(c.iceberg_type, lg_k) for c in scan_columns}
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:
-        current = ""
-        index = 0
-        for batch in read_columns(table, planned, scan_columns, distinct_ok=True):
-            if batch.data_path != current:
-                current = batch.data_path
-                index += 1
-                bar.set_note(f"file {index}/{len(planned)}")
-            for field_id, values in batch.columns.items():
-                if values is not None and len(values):
-                    builders[field_id].update(values)
-            bar.update(batch.rows)
+        sketches = _sketch_files(table, planned, scan_columns, lg_k, bar)
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
     return write_statistics_file(
         table,
-        [(c.field_id, builders[c.field_id].result()) for c in scan_columns],
+        [(c.field_id, sketches[c.field_id]) for c in scan_columns],
         snapshot_id=snapshot.snapshot_id,
         sequence_number=sequence_number,
         commit=commit,
+        max_attempts=max_attempts,
     )
 
 
@@ -164,11 +174,13 @@ def plan_statistics(
     """
     snapshot = resolve_snapshot(table, snapshot_id)
     schema = snapshot_schema(table, snapshot.schema_id)
+    if columns is not None:
+        columns = by_current_names(table.schema(), schema, columns)
     scan_columns, notes = resolve_columns(schema, columns, supported=sketchable)
     for note in notes:
         warnings.warn(note, SkippedColumnWarning, stacklevel=3)
     if not scan_columns:
-        raise ValueError("no column to compute statistics for: " + "; ".join(notes))
+        raise UsageError("no column to compute statistics for: " + "; ".join(notes))
     return snapshot, scan_columns, plan_files(table, snapshot)
 
 
@@ -179,15 +191,19 @@ def write_statistics_file(
     snapshot_id: int,
     sequence_number: int,
     commit: bool = True,
+    max_attempts: int = MAX_ATTEMPTS,
 ) -> StatisticsFile:
     """Write ``(field id, sketch)`` pairs as ``<snapshot-id>-<uuid>.stats`` and register it.
 
     The file goes under the table's metadata folder through the table's FileIO (or straight
     to disk for local tables), one zstd ``apache-datasketches-theta-v1`` blob per field with
     its ``ndv``.  With ``commit`` (the default) it replaces the snapshot's statistics file
-    in the table metadata.  Shared by :func:`compute_table_statistics` and
-    :func:`puffin.spark.compute_table_statistics`, which differ only in how they sketch.
+    in the table metadata, retried up to ``max_attempts`` times on conflicts.  Shared by
+    :func:`compute_table_statistics` and :func:`puffin.spark.compute_table_statistics`,
+    which differ only in how they sketch.
     """
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
     location = _new_stats_location(table, snapshot_id)
     file_size, footer_size, blobs = _write_stats_file(
         table, location, sketches, snapshot_id=snapshot_id, sequence_number=sequence_number
@@ -200,9 +216,56 @@ def write_statistics_file(
         blobs=blobs,
     )
     if commit:
+        _commit_with_retries(table, stats, max_attempts)
+    return stats
+
+
+def _commit_with_retries(table: Table, stats: StatisticsFile, max_attempts: int) -> None:
+    """Commit ``stats``; on a lost race refresh the table and commit the same file again.
+
+    The file describes a snapshot, not the table's current state, so it is written once;
+    only the commit is repeated.  When the commit finally fails the file is removed, unless
+    the catalog cannot tell whether it went through (then the file may be registered).
+    """
+    from pyiceberg.exceptions import CommitStateUnknownException
+
+    from puffin.iceberg.row_deletes import _backoff, _conflict, _is_conflict, _remove
+
+    for attempt in range(1, max_attempts + 1):
+        try:
+            _commit_statistics(table, stats)
+            return
+        except BaseException as exc:
+            if _is_conflict(exc) and attempt < max_attempts:
+                time.sleep(_backoff(attempt))
+                table.refresh()
+                continue
+            if not isinstance(exc, CommitStateUnknownException):
+                _remove(table, [stats.statistics_path])
+            raise _conflict(exc, attempt) from exc
+
+
+def _commit_statistics(table: Table, stats: StatisticsFile) -> None:
+    """Set ``stats`` as its snapshot's statistics file; ``table`` is updated in place.
+
+    pyiceberg 0.12 writes no v3 metadata, so v3 tables go through :mod:`._v3`'s commit
+    (the same updates and requirement as ``table.update_statistics()``).
+    """
+    if table.metadata.format_version < 3:
         with table.update_statistics() as update:
             update.set_statistics(stats)
-    return stats
+        return
+    from pyiceberg.table.update import AssertTableUUID, SetStatisticsUpdate
+
+    from puffin.iceberg import _v3
+
+    committed = _v3.commit(
+        table,
+        [AssertTableUUID(uuid=table.metadata.table_uuid)],
+        [SetStatisticsUpdate.model_validate({"statistics": stats})],
+    )
+    table.metadata = committed.metadata
+    table.metadata_location = committed.metadata_location
 
 
 def _write_stats_file(
@@ -216,29 +279,14 @@ def _write_stats_file(
     import puffin
     from puffin.blobs.theta import add_theta_blob
 
-    path = local_path(location)
-    if path is not None:
-        import os
-
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        target: Any = path
-        stream = None
-    else:
-        stream = table.io.new_output(location).create(overwrite=False)
-        target = stream
-    try:
-        with puffin.create(target, created_by=created_by()) as writer:
-            for field_id, sketch in sketches:
-                add_theta_blob(
-                    writer,
-                    sketch,
-                    field_id,
-                    snapshot_id=snapshot_id,
-                    sequence_number=sequence_number,
-                )
-    finally:
-        if stream is not None:
-            stream.close()
+    with (
+        open_output(location, table.io) as target,
+        puffin.create(target, created_by=created_by()) as writer,
+    ):
+        for field_id, sketch in sketches:
+            add_theta_blob(
+                writer, sketch, field_id, snapshot_id=snapshot_id, sequence_number=sequence_number
+            )
     assert writer.file_size is not None and writer.footer_size is not None
     return writer.file_size, writer.footer_size, writer.blobs
 
@@ -359,9 +407,10 @@ def read_table_statistics(table: Table, *, snapshot_id: int | None = None) -> Ta
 
     stats = table_statistics_for(table, snapshot_id)
     names = _current_names(table)
-    with open_input(table.io, stats.statistics_path) as f, puffin.open(
-        f, footer_size=stats.file_footer_size_in_bytes
-    ) as reader:
+    with (
+        open_input(table.io, stats.statistics_path) as f,
+        puffin.open(f, footer_size=stats.file_footer_size_in_bytes) as reader,
+    ):
         file_created_by = reader.properties.get("created-by")
         out = [
             ColumnStatistics(
@@ -382,7 +431,6 @@ def read_table_statistics(table: Table, *, snapshot_id: int | None = None) -> Ta
 
 
 def _current_names(table: Table) -> dict[int, str]:
-    from puffin.iceberg._scan import _struct_paths
+    from puffin.iceberg._columns import column_names
 
-    return {fid: entry[1] for fid, entry in _struct_paths(table.schema()).items()}
-
+    return column_names(table.schema())

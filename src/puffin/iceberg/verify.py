@@ -1,23 +1,33 @@
 """Check that the Puffin files a table's metadata references are there and agree with it.
 
-For every statistics file: it exists, its size is ``file-size-in-bytes``, its footer size is
-``file-footer-size-in-bytes``, its footer parses, the ``blob-metadata`` in the table equals
-the footer's blobs (type, fields, snapshot id, sequence number, properties, in order), and
-each theta blob decodes.  For every deletion vector of the snapshot: its file exists with
-the manifest's size, the blob at ``content_offset`` decodes (length, magic, CRC, Roaring
-layout), its cardinality equals the manifest's ``record_count``, its positions lie inside the
-referenced data file, and when the file has a Puffin footer, the footer's blob at that
-range agrees.
+For every statistics file: it exists, it passes :func:`puffin.verify_file` (every rule of the
+container and of each blob type), its size is ``file-size-in-bytes``, its footer size is
+``file-footer-size-in-bytes``, and the ``blob-metadata`` in the table equals the footer's
+blobs (type, fields, snapshot id, sequence number, properties, in order).
+
+For every deletion vector of the snapshot: its file exists with the manifest's size, the
+blob at ``content_offset`` decodes (length, magic, CRC, Roaring layout), its cardinality
+equals the manifest's ``record_count``, its positions lie inside the referenced data file,
+and when the file has a Puffin footer, it passes :func:`puffin.verify_file` and the
+footer's blob at that range agrees.
+
+For the snapshot as a whole (kind ``"table"``): the v3 rules of :mod:`._v3_checks` (PUFFIN
+entries only in v3 delete manifests, one live vector per data file, row lineage of the
+manifest list).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from puffin._integration.locations import open_input
+from puffin.blobs import standard
 from puffin.errors import PuffinError
-from puffin.iceberg._scan import open_input, plan_files
-from puffin.iceberg.deletes import TableMetadataError, deletion_vector_refs
+from puffin.iceberg._plan import plan_files
+from puffin.iceberg._v3_checks import check_v3
+from puffin.iceberg.deletes import DeletionVectorRef, TableMetadataError, deletion_vector_refs
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -26,15 +36,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Problem", "VerifyReport", "verify_table"]
 
-DV_BLOB_TYPE = "deletion-vector-v1"
-THETA_BLOB_TYPE = "apache-datasketches-theta-v1"
-
 
 @dataclass(frozen=True)
 class Problem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
-    kind: str  # "statistics", "partition-statistics" or "deletion-vector"
+    kind: str  # "statistics", "partition-statistics", "deletion-vector" or "table"
     path: str
     message: str
 
@@ -84,8 +91,8 @@ def _blob_view(b: Any) -> tuple[Any, ...]:
 
 
 def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport) -> None:
+    """The file's own rules (``puffin.verify_file``), then the metadata's claims about it."""
     import puffin
-    from puffin.blobs.theta import ThetaSketch
 
     path = stats.statistics_path
 
@@ -101,34 +108,38 @@ def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport)
             f"file is {size} bytes, metadata says file-size-in-bytes {stats.file_size_in_bytes}"
         )
     try:
-        with open_input(table.io, path) as f, puffin.open(f, file_size=size) as reader:
-            if reader.footer_size != stats.file_footer_size_in_bytes:
-                problem(
-                    f"footer is {reader.footer_size} bytes, metadata says "
-                    f"file-footer-size-in-bytes {stats.file_footer_size_in_bytes}"
-                )
-            in_table = [_blob_view(b) for b in stats.blob_metadata]
-            in_file = [_blob_view(b) for b in reader.blobs]
-            if in_table != in_file:
-                problem(_blob_diff(in_table, in_file))
-            for i, blob in enumerate(reader.blobs):
-                if blob.type != THETA_BLOB_TYPE:
-                    continue
-                if blob.snapshot_id != stats.snapshot_id:
-                    problem(
-                        f"blob {i} has snapshot-id {blob.snapshot_id}, the statistics file is "
-                        f"for snapshot {stats.snapshot_id}"
-                    )
-                try:
-                    ThetaSketch.deserialize(reader.read_blob(blob))
-                except PuffinError as exc:
-                    problem(f"blob {i} (field {list(blob.fields)}): {exc}")
-    except PuffinError as exc:
-        problem(f"not a valid Puffin file: {exc}")
+        with open_input(table.io, path) as f:
+            for p in puffin.verify_file(f):
+                problem(f"not a valid Puffin file: {p}")
+            with puffin.open(f, file_size=size) as reader:
+                _compare_footer(stats, reader, problem)
+    except PuffinError:
+        pass  # a footer that cannot be read is among verify_file's problems
     except OSError as exc:
         problem(f"cannot read the file: {exc.strerror or exc}")
     if table.snapshot_by_id(stats.snapshot_id) is None:
         problem(f"snapshot {stats.snapshot_id} no longer exists in the table")
+
+
+def _compare_footer(stats: StatisticsFile, reader: Any, problem: Callable[[str], None]) -> None:
+    """The table's ``StatisticsFile`` entry against the footer it describes."""
+    if reader.footer_size != stats.file_footer_size_in_bytes:
+        problem(
+            f"footer is {reader.footer_size} bytes, metadata says "
+            f"file-footer-size-in-bytes {stats.file_footer_size_in_bytes}"
+        )
+    in_table = [_blob_view(b) for b in stats.blob_metadata]
+    in_file = [_blob_view(b) for b in reader.blobs]
+    if in_table != in_file:
+        problem(_blob_diff(in_table, in_file))
+    for i, blob in enumerate(reader.blobs):
+        if blob.type == standard.APACHE_DATASKETCHES_THETA_V1 and (
+            blob.snapshot_id != stats.snapshot_id
+        ):
+            problem(
+                f"blob {i} has snapshot-id {blob.snapshot_id}, the statistics file is "
+                f"for snapshot {stats.snapshot_id}"
+            )
 
 
 def _blob_diff(in_table: list[tuple[Any, ...]], in_file: list[tuple[Any, ...]]) -> str:
@@ -160,9 +171,7 @@ def _check_partition_statistics(
 
 
 def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyReport) -> None:
-    import puffin
-    from puffin.blobs.deletion_vector import read_deletion_vector
-
+    """Every deletion vector of the snapshot against its manifest entry and data file."""
     try:
         refs = deletion_vector_refs(table, snapshot)
     except TableMetadataError as exc:
@@ -171,7 +180,7 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
     if not refs:
         return
     live = {p.path: p.record_count for p in plan_files(table, snapshot)}
-    by_file: dict[str, list[Any]] = {}
+    by_file: dict[str, list[DeletionVectorRef]] = {}
     for r in refs:
         by_file.setdefault(r.path, []).append(r)
     for path, file_refs in by_file.items():
@@ -191,53 +200,79 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
                 f"{', '.join(map(str, sorted(sizes)))}"
             )
         with open_input(table.io, path) as f:
-            footer_blobs: dict[tuple[int, int], Any] | None = None
-            try:
-                with puffin.open(f, file_size=size) as reader:
-                    footer_blobs = {(b.offset, b.length): b for b in reader.blobs}
-            except PuffinError:
-                footer_blobs = None  # DV files need not be full Puffin files to be read
-            for r in file_refs:
-                where = (
-                    f"vector of {r.referenced_data_file} at "
-                    f"[{r.content_offset}, {r.content_offset + r.content_size_in_bytes})"
-                )
-                if footer_blobs is not None:
-                    blob = footer_blobs.get((r.content_offset, r.content_size_in_bytes))
-                    if blob is None:
-                        problem(f"{where}: the file's footer has no blob at that range")
-                    else:
-                        _check_dv_blob(blob, r, problem, where)
-                try:
-                    dv = read_deletion_vector(
-                        f,
-                        r.content_offset,
-                        r.content_size_in_bytes,
-                        record_count=r.record_count,
-                        referenced_data_file=r.referenced_data_file,
-                    )
-                except PuffinError as exc:
-                    problem(f"{where}: {exc.reason}")
-                    continue
-                rows = live.get(r.referenced_data_file)
-                if rows is None:
-                    problem(f"{where}: referenced data file is not live in the snapshot")
-                elif len(dv) and int(dv.to_numpy()[-1]) >= rows:
-                    problem(
-                        f"{where}: position {int(dv.to_numpy()[-1])} is past the end of the "
-                        f"data file ({rows} rows)"
-                    )
+            _check_dv_file(f, size, file_refs, live, problem)
 
 
-def _check_dv_blob(blob: Any, ref: Any, problem: Any, where: str) -> None:
-    if blob.type != DV_BLOB_TYPE:
+def _check_dv_file(
+    f: Any,
+    size: int,
+    refs: Sequence[DeletionVectorRef],
+    live: Mapping[str, int],
+    problem: Callable[[str], None],
+) -> None:
+    """One DV file: its own rules when it has a footer, then each manifest range."""
+    import puffin
+    from puffin.blobs.deletion_vector import read_deletion_vector
+
+    try:
+        with puffin.open(f, file_size=size) as reader:
+            blobs = list(reader.blobs)
+    except PuffinError:
+        blobs = None  # DV files need not be full Puffin files to be read
+    if blobs is not None:
+        referenced = {(r.content_offset, r.content_size_in_bytes) for r in refs}
+        for p in puffin.verify_file(f):
+            at = None if p.blob_index is None else blobs[p.blob_index]
+            if at is None or (at.offset, at.length) not in referenced:
+                problem(f"not a valid Puffin file: {p}")  # a referenced blob's is below
+    footer = {(b.offset, b.length): b for b in blobs or ()}
+    for r in refs:
+        where = (
+            f"vector of {r.referenced_data_file} at "
+            f"[{r.content_offset}, {r.content_offset + r.content_size_in_bytes})"
+        )
+        if blobs is not None:
+            blob = footer.get((r.content_offset, r.content_size_in_bytes))
+            if blob is None:
+                problem(f"{where}: the file's footer has no blob at that range")
+            else:
+                _check_dv_blob(blob, r, problem, where)
+        try:
+            dv = read_deletion_vector(
+                f,
+                r.content_offset,
+                r.content_size_in_bytes,
+                record_count=r.record_count,
+                referenced_data_file=r.referenced_data_file,
+            )
+        except PuffinError as exc:
+            problem(f"{where}: {exc.reason}")
+            continue
+        rows = live.get(r.referenced_data_file)
+        last = int(dv.to_numpy()[-1]) if len(dv) else -1
+        if rows is None:
+            problem(f"{where}: referenced data file is not live in the snapshot")
+        elif last >= rows:
+            problem(f"{where}: position {last} is past the end of the data file ({rows} rows)")
+
+
+def _check_dv_blob(
+    blob: Any, ref: DeletionVectorRef, problem: Callable[[str], None], where: str
+) -> None:
+    """The footer's entry for a manifest range against that manifest entry."""
+    if blob.type != standard.DELETION_VECTOR_V1:
         problem(f"{where}: the footer's blob there is {blob.type!r}")
         return
-    referenced = blob.properties.get("referenced-data-file")
+    props = blob.properties or {}
+    referenced = props.get(standard.REFERENCED_DATA_FILE)
     if referenced != ref.referenced_data_file:
         problem(f"{where}: the footer says referenced-data-file {referenced!r}")
-    cardinality = blob.properties.get("cardinality")
-    if cardinality != str(ref.record_count):
+    cardinality = props.get(standard.CARDINALITY)
+    try:
+        agrees = standard.parse_long_property(props, standard.CARDINALITY) == ref.record_count
+    except PuffinError:
+        agrees = False
+    if not agrees:
         problem(
             f"{where}: the footer says cardinality {cardinality!r}, the manifest record_count "
             f"{ref.record_count}"
@@ -263,4 +298,6 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     if snapshot_id is not None or table.current_snapshot() is not None:
         snapshot = resolve_snapshot(table, snapshot_id)
         _check_deletion_vectors(table, snapshot, report)
+        findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
+        report.problems.extend(Problem("table", p, m) for p, m in findings)
     return report

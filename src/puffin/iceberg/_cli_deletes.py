@@ -1,0 +1,196 @@
+"""``puffin table upgrade|delete|dv``: row-level deletes of v3 tables from the command line.
+
+Kept apart from :mod:`puffin.iceberg.cli` (statistics, verify, sample) so each module stays
+one concept; that module adds these parsers.  Every handler loads pyiceberg only when it
+runs, and lets the :mod:`puffin.errors` tree set the exit status (a v2 table given to
+``delete`` is an ``UnsupportedTableError`` naming ``puffin table upgrade``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+    from puffin.iceberg.deletes import DeletionVectorRef
+
+__all__ = ["SCHEMA_VERSION", "add_delete_commands"]
+
+#: Version of the ``--json`` documents below; bumped when a field changes meaning.
+SCHEMA_VERSION = 1
+
+_EPILOG_DELETE = """\
+examples:
+  puffin table delete db.events --where "id < 100"
+  puffin table delete db.events --where "country = 'XX' and day < 20000" --json
+
+COND is pyiceberg's row-filter syntax.  The matching rows of each data file are merged with
+the file's live deletion vector and position deletes, written as one Puffin file and
+committed as one `delete` snapshot; no data file is rewritten.  The table must be format
+version 3 (see `puffin table upgrade`).  Nothing matched: nothing is committed.
+"""
+
+_EPILOG_UPGRADE = """\
+Sets format-version 3 and the row-lineage state (next-row-id).  Position-delete files of
+the current snapshot are turned into deletion vectors in the same commit.  A v3 table is
+left as it is.
+"""
+
+
+def add_delete_commands(
+    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
+) -> None:
+    """Add ``upgrade``, ``delete`` and ``dv`` to the ``puffin table`` subparsers."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    upgrade = groups.add_parser(
+        "upgrade",
+        help="move a table to Iceberg format version 3 (position deletes become DVs)",
+        parents=parents(),
+        epilog=_EPILOG_UPGRADE,
+        formatter_class=fmt,
+    )
+    upgrade.add_argument("table", help="table identifier, e.g. db.events")
+    upgrade.add_argument("--json", action="store_true", help="print the result as JSON")
+    upgrade.set_defaults(func=lambda args: _run_upgrade(args, open_table(args)))
+
+    delete = groups.add_parser(
+        "delete",
+        help="delete the rows matching a condition with deletion vectors (v3 tables)",
+        parents=parents(),
+        epilog=_EPILOG_DELETE,
+        formatter_class=fmt,
+    )
+    delete.add_argument("table", help="table identifier, e.g. db.events")
+    delete.add_argument("--where", required=True, metavar="COND", help="row filter")
+    delete.add_argument("--json", action="store_true", help="print the result as JSON")
+    delete.set_defaults(func=lambda args: _run_delete(args, open_table(args)))
+
+    dv = groups.add_parser(
+        "dv",
+        help="list the live deletion vectors of a snapshot",
+        parents=parents(),
+        formatter_class=fmt,
+    )
+    dv.add_argument("table", help="table identifier, e.g. db.events")
+    dv.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
+    dv.add_argument("--json", action="store_true", help="print JSON")
+    dv.set_defaults(func=lambda args: _run_dv(args, open_table(args)))
+
+
+def _print_json(command: str, doc: dict[str, Any]) -> None:
+    print(json.dumps({"schema_version": SCHEMA_VERSION, "command": command, **doc}, indent=2))
+
+
+def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
+    from puffin.iceberg.row_deletes import upgrade_to_v3
+
+    before = table.metadata.format_version
+    upgraded = upgrade_to_v3(table)
+    snapshot = upgraded.current_snapshot()
+    merged = before < 3 and snapshot is not None and snapshot != table.current_snapshot()
+    doc = {
+        "table": args.table,
+        "previous_format_version": before,
+        "format_version": upgraded.metadata.format_version,
+        "next_row_id": getattr(upgraded.metadata, "next_row_id", None),
+        "position_deletes_merged": merged,
+        "snapshot_id": None if snapshot is None else snapshot.snapshot_id,
+        "metadata_location": upgraded.metadata_location,
+    }
+    if args.json:
+        _print_json("table upgrade", doc)
+        return 0
+    if before >= 3:
+        print(f"{args.table} is already format version {before}; nothing to do")
+        return 0
+    print(f"upgraded {args.table} from format version {before} to 3")
+    if merged:
+        print(f"  position deletes merged into deletion vectors in snapshot {doc['snapshot_id']}")
+    print(f"  next-row-id {doc['next_row_id']}")
+    return 0
+
+
+def _run_delete(args: argparse.Namespace, table: Table) -> int:
+    from puffin.iceberg.row_deletes import delete_rows
+
+    result = delete_rows(table, args.where)
+    vectors = [
+        {
+            "referenced_data_file": v.referenced_data_file,
+            "cardinality": v.record_count,
+            "content_offset": v.content_offset,
+            "content_size_in_bytes": v.content_size_in_bytes,
+        }
+        for v in result.vectors
+    ]
+    if args.json:
+        doc = {
+            "table": args.table,
+            "where": args.where,
+            "deleted_rows": result.deleted_rows,
+            "snapshot_id": result.snapshot_id,
+            "puffin_path": result.puffin_path,
+            "attempts": result.attempts,
+            "vectors": vectors,
+        }
+        _print_json("table delete", doc)
+        return 0
+    if result.snapshot_id is None:
+        print(f"no live row of {args.table} matches {args.where!r}; nothing committed")
+        return 0
+    n = len(vectors)
+    print(
+        f"deleted {result.deleted_rows} row(s) from {args.table} in {n} deletion "
+        f"vector{'' if n == 1 else 's'}, snapshot {result.snapshot_id}"
+    )
+    print(f"  {result.puffin_path}")
+    return 0
+
+
+def _ref_doc(r: DeletionVectorRef, rows: dict[str, int]) -> dict[str, Any]:
+    return {
+        "referenced_data_file": r.referenced_data_file,
+        "data_file_rows": rows.get(r.referenced_data_file),
+        "cardinality": r.record_count,
+        "path": r.path,
+        "content_offset": r.content_offset,
+        "content_size_in_bytes": r.content_size_in_bytes,
+        "sequence_number": r.sequence_number,
+    }
+
+
+def _run_dv(args: argparse.Namespace, table: Table) -> int:
+    from puffin.iceberg._catalog import resolve_snapshot
+    from puffin.iceberg._plan import plan_files
+    from puffin.iceberg.deletes import deletion_vector_refs
+
+    snapshot = resolve_snapshot(table, args.snapshot_id)
+    refs = sorted(deletion_vector_refs(table, snapshot), key=lambda r: r.referenced_data_file)
+    rows = {p.path: p.record_count for p in plan_files(table, snapshot)}
+    deleted = sum(r.record_count for r in refs)
+    total = sum(rows.values())
+    if args.json:
+        doc = {
+            "table": args.table,
+            "snapshot_id": snapshot.snapshot_id,
+            "format_version": table.metadata.format_version,
+            "data_files": len(rows),
+            "rows": total,
+            "deleted_rows": deleted,
+            "vectors": [_ref_doc(r, rows) for r in refs],
+        }
+        _print_json("table dv", doc)
+        return 0
+    print(
+        f"{args.table} snapshot {snapshot.snapshot_id}: {len(refs)} live deletion vector(s) "
+        f"over {len(rows)} data file(s), {deleted} of {total} row(s) deleted"
+    )
+    for r in refs:
+        of = rows.get(r.referenced_data_file)
+        print(f"  {r.referenced_data_file}: {r.record_count} of {of} row(s) deleted")
+        print(f"    in {r.path} at [{r.content_offset}, +{r.content_size_in_bytes})")
+    return 0

@@ -1,0 +1,252 @@
+"""Reading a snapshot's live rows column by column, by field id, with its deletes applied.
+
+The planned data files (:mod:`puffin.iceberg._plan`) are read here with pyarrow, one row
+group at a time, matched to the table's columns by Parquet field id (or, for files written
+without ids, by the table's name mapping), so renamed and reordered columns read correctly
+and dropped or later-added columns are simply absent from older files.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from puffin._integration.locations import local_path
+from puffin.errors import UnsupportedTableError
+from puffin.iceberg._arrow import dictionary_columns, to_iceberg_arrow
+from puffin.iceberg._columns import ScanColumn
+from puffin.iceberg._plan import DeleteIndex, PlannedFile, keep_mask
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.io import FileIO
+    from pyiceberg.table import Table
+    from pyiceberg.table.name_mapping import MappedField, NameMapping
+
+__all__ = ["Batch", "read_columns"]
+
+FIELD_ID_KEY = b"PARQUET:field_id"
+T = TypeVar("T")
+
+
+@dataclass
+class Batch:
+    """Columns of one row group of one data file, deleted rows already removed.
+
+    ``rows`` counts the rows read before deletes (for progress); ``columns[field_id]`` is
+    ``None`` where the file does not have the column (it was added later: all null).
+    """
+
+    data_path: str
+    rows: int
+    live_rows: int
+    columns: dict[int, pa.Array | None]
+
+
+def _file_columns(
+    arrow_schema: pa.Schema, mapping: NameMapping | None, location: str
+) -> dict[int, tuple[str, ...]]:
+    """Field id -> path of Arrow field names in one data file.
+
+    As in Iceberg Java, a file's own field ids win; only a file with none at all is matched
+    by name through the table's name mapping.
+    """
+    ids = _walk_fields(arrow_schema, None)
+    if ids:
+        return ids
+    if mapping is None:
+        raise UnsupportedTableError(
+            f"data file {location} has no Parquet field ids and the table has no name "
+            "mapping (schema.name-mapping.default) to match its columns by name"
+        )
+    return _walk_fields(arrow_schema, list(mapping.root))
+
+
+def _field_id(f: pa.Field) -> int | None:
+    raw = (f.metadata or {}).get(FIELD_ID_KEY)
+    try:
+        return None if raw is None else int(raw)
+    except ValueError:
+        return None
+
+
+def _walk_fields(
+    arrow_schema: pa.Schema, mapping: list[MappedField] | None
+) -> dict[int, tuple[str, ...]]:
+    """Field id -> Arrow name path: from the file's ids, or from ``mapping`` when given."""
+    import pyarrow as pa
+
+    out: dict[int, tuple[str, ...]] = {}
+
+    def walk(
+        fields: Iterable[pa.Field], names: tuple[str, ...], mapped: list[MappedField] | None
+    ) -> None:
+        for f in fields:
+            path = (*names, f.name)
+            fid: int | None = None
+            children: list[MappedField] | None = None
+            if mapping is None:
+                fid = _field_id(f)
+            else:
+                m = next((m for m in mapped or [] if f.name in m.names), None)
+                if m is not None:
+                    fid, children = m.field_id, list(m.fields)
+            if fid is not None:
+                out.setdefault(fid, path)
+            if pa.types.is_struct(f.type):
+                walk([f.type.field(i) for i in range(f.type.num_fields)], path, children)
+
+    walk(arrow_schema, (), mapping)
+    return out
+
+
+def _extract(table: pa.Table, names: tuple[str, ...]) -> pa.ChunkedArray:
+    import pyarrow.compute as pc
+
+    column = table.column(names[0])
+    for name in names[1:]:
+        column = pc.struct_field(column, name)
+    return column
+
+
+def _with_dictionaries(
+    pf: pq.ParquetFile,
+    f: Any,
+    columns: Sequence[ScanColumn],
+    present: dict[int, tuple[str, ...]],
+    tops: list[str],
+) -> pq.ParquetFile:
+    """``pf`` reopened to read its dictionary-encoded top-level string columns as dictionaries."""
+    import pyarrow.parquet as pq
+    from pyiceberg.types import BinaryType, StringType
+
+    string_tops = {
+        present[c.field_id][0]
+        for c in columns
+        if c.field_id in present
+        and len(present[c.field_id]) == 1
+        and isinstance(c.iceberg_type, (StringType, BinaryType))
+    }
+    dictionary = dictionary_columns(pf.metadata, tops, string_tops)
+    if not dictionary:
+        return pf
+    return pq.ParquetFile(f, metadata=pf.metadata, read_dictionary=dictionary)
+
+
+def _read_file(
+    io: FileIO,
+    planned: PlannedFile,
+    columns: Sequence[ScanColumn],
+    deletes: DeleteIndex,
+    mapping: NameMapping | None,
+    distinct_ok: bool,
+) -> Iterator[Batch]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import FileFormat
+
+    if planned.data_file.file_format != FileFormat.PARQUET:
+        raise UnsupportedTableError(
+            f"data file {planned.path} is {planned.data_file.file_format}; only Parquet is read"
+        )
+    positions = deletes.positions(planned.path, planned.delete_files)
+    local = local_path(planned.path)
+    # A native Arrow file: Parquet reads then never take the GIL (a Python file object would).
+    source = pa.OSFile(local, "r") if local is not None else io.new_input(planned.path).open()
+    with source as f:
+        pf = pq.ParquetFile(f)
+        ids = _file_columns(pf.schema_arrow, mapping, planned.path)
+        present = {c.field_id: ids[c.field_id] for c in columns if c.field_id in ids}
+        tops = sorted({p[0] for p in present.values()})
+        if distinct_ok:
+            pf = _with_dictionaries(pf, f, columns, present, tops)
+        start = 0
+        for rg in range(pf.metadata.num_row_groups):
+            count = pf.metadata.row_group(rg).num_rows
+            mask = keep_mask(positions, start, count)
+            out: dict[int, pa.Array | None] = {c.field_id: None for c in columns}
+            live = count if mask is None else int(mask.sum())
+            if tops and live:
+                table = pf.read_row_group(rg, columns=tops, use_threads=True)
+                if mask is not None:
+                    table = table.filter(pa.array(mask))
+                for c in columns:
+                    names = present.get(c.field_id)
+                    if names is not None:
+                        out[c.field_id] = to_iceberg_arrow(
+                            _extract(table, names), c.iceberg_type, distinct_ok=distinct_ok
+                        )
+            yield Batch(planned.path, count, live, out)
+            start += count
+
+
+def _prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Run ``items`` in a background thread, ``depth`` ahead of the consumer.
+
+    Reading (Parquet decoding, which releases the GIL) then overlaps the consumer's work.
+    Errors are re-raised in the consumer; leaving early stops the producer.
+    """
+    buffer: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        buffer.put((0, item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            buffer.put((1, None))
+        except BaseException as exc:
+            buffer.put((2, exc))
+
+    thread = threading.Thread(target=produce, name="puffin-iceberg-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = buffer.get()
+            if kind == 0:
+                yield value
+            elif kind == 1:
+                return
+            else:
+                raise value
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                buffer.get_nowait()
+            except queue.Empty:
+                thread.join(timeout=0.05)
+
+
+def read_columns(
+    table: Table,
+    planned: Sequence[PlannedFile],
+    columns: Sequence[ScanColumn],
+    *,
+    prefetch: bool = True,
+    distinct_ok: bool = False,
+) -> Iterator[Batch]:
+    """Every live row of the planned files, as batches of the requested columns.
+
+    ``distinct_ok``: the caller only needs each batch's set of values (a sketch), so
+    dictionary-encoded string columns may come back as the distinct values they use.
+    """
+    io = table.io
+    deletes = DeleteIndex(io)
+    mapping = table.metadata.name_mapping()
+
+    def batches() -> Iterator[Batch]:
+        for p in planned:
+            yield from _read_file(io, p, columns, deletes, mapping, distinct_ok)
+
+    return _prefetch(batches()) if prefetch else batches()

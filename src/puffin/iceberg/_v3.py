@@ -1,0 +1,434 @@
+"""The smallest Iceberg v3 metadata writer, for as long as pyiceberg will not write v3.
+
+Contract
+--------
+**What it writes.**  Three things pyiceberg 0.12 refuses to write, and nothing else:
+
+* v3 delete manifests (:class:`DeleteManifestWriterV3`): pyiceberg's own manifest writer at
+  format version 3, so the ``data_file`` struct keeps ``referenced_data_file``,
+  ``content_offset`` and ``content_size_in_bytes`` (a deletion vector's location);
+* v3 manifest lists (:class:`ManifestListWriterV3`): pyiceberg's v2 list writer with the v3
+  schema, assigning ``first_row_id`` to every data manifest that has none, as Iceberg Java's
+  ``ManifestListWriter.V3Writer`` does (existing plus added rows of each such manifest are
+  reserved, in list order, from the table's ``next-row-id``);
+* v3 table metadata, committed by :func:`commit` through the table's catalog.
+
+**What it relies on from pyiceberg 0.12.**  The v3 schemas in ``pyiceberg.manifest``
+(``MANIFEST_ENTRY_SCHEMAS[3]``, ``MANIFEST_LIST_FILE_SCHEMAS[3]``, ``DATA_FILE_TYPE[3]``),
+``ManifestWriterV2``/``ManifestListWriterV2`` and ``AvroOutputFile`` (no Avro is written by
+hand); ``TableMetadataV3`` and ``update_table_metadata``, which already apply a snapshot to
+v3 metadata (``first-row-id`` check, ``next-row-id`` advance); ``Catalog.commit_table``.
+pyiceberg refuses v3 in exactly two places, and only those are bypassed, only for the
+catalog instance being committed to and only for the duration of the commit:
+``UpgradeFormatVersionUpdate`` to 3 (``SUPPORTED_TABLE_FORMAT_VERSION = 2``) and
+``TableMetadataV3.model_dump_json`` (raises ``NotImplementedError``).  The bypass replaces
+the catalog's ``_update_and_stage_table`` and ``_write_metadata`` (both private) on a
+``SqlCatalog`` (and so ``InMemoryCatalog``).
+
+**Catalogs.**  SQL catalogs (embedded SQLite, in-memory): tested, including concurrent
+committers (the catalog's compare-and-swap on the metadata location).  REST catalogs: the
+updates (``upgrade-format-version`` 3, ``add-snapshot`` with ``first-row-id`` and
+``added-rows``, ``set-snapshot-ref``) and requirements go to the server unchanged, which
+writes the metadata; that works exactly when the server supports v3, and is not tested
+here.  Other catalogs are refused with :class:`puffin.errors.UnsupportedTableError`.
+
+**When to retire it.**  When the pinned pyiceberg writes v3 itself:
+:func:`pyiceberg_writes_v3` turns true and ``tests/test_v3_commit.py`` fails on purpose.
+Then use ``write_manifest``/``write_manifest_list`` with ``format_version=3`` and a plain
+``Transaction`` instead, and delete this module.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pyiceberg.manifest import ManifestListWriterV2, ManifestWriterV2
+
+from puffin.errors import UnsupportedTableError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.io import FileIO, OutputFile
+    from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
+    from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
+    from pyiceberg.table.snapshots import Snapshot
+    from pyiceberg.table.update import TableRequirement, TableUpdate
+
+__all__ = [
+    "DeleteManifestWriterV3",
+    "DeleteSnapshot",
+    "ManifestListWriterV3",
+    "commit",
+    "delete_file_key",
+    "pyiceberg_writes_v3",
+    "to_v3_manifest_file",
+    "write_delete_snapshot",
+]
+
+V3: Literal[3] = 3
+# One commit at a time may replace a catalog's private methods (see the contract).
+_OVERRIDE_LOCK = threading.RLock()
+
+
+def pyiceberg_writes_v3() -> bool:
+    """Whether the installed pyiceberg writes v3 metadata itself (then retire this module)."""
+    from pyiceberg.table.metadata import SUPPORTED_TABLE_FORMAT_VERSION
+
+    return SUPPORTED_TABLE_FORMAT_VERSION >= V3
+
+
+# --- manifests --------------------------------------------------------------------------------
+
+
+class DeleteManifestWriterV3(ManifestWriterV2):
+    """A v3 delete manifest: entries are v3 ``ManifestEntry`` records (DV fields kept)."""
+
+    def content(self) -> ManifestContent:
+        from pyiceberg.manifest import ManifestContent
+
+        return ManifestContent.DELETES
+
+    @property
+    def version(self) -> Any:
+        return V3
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "deletes"}
+
+    def new_writer(self) -> Any:
+        from pyiceberg.avro.file import AvroOutputFile
+        from pyiceberg.manifest import ManifestEntry
+
+        schema = self._with_partition(V3)
+        # pyiceberg's writer maps records with the v2 struct; v3 records keep the DV fields.
+        return AvroOutputFile[ManifestEntry](
+            output_file=self._output_file,
+            file_schema=schema,
+            record_schema=schema,
+            schema_name="manifest_entry",
+            metadata=self._meta,
+        )
+
+
+def _v3_list_fields() -> list[str]:
+    from pyiceberg.manifest import MANIFEST_LIST_FILE_SCHEMAS
+
+    return [f.name for f in MANIFEST_LIST_FILE_SCHEMAS[V3].fields]
+
+
+def to_v3_manifest_file(manifest: ManifestFile, first_row_id: int | None = None) -> ManifestFile:
+    """``manifest`` as a v3 manifest-list record (pyiceberg builds v2 ones)."""
+    from pyiceberg.manifest import ManifestFile
+
+    names = _v3_list_fields()
+    values = {n: getattr(manifest, n) for n in names if n != "first_row_id"}
+    if first_row_id is None and len(manifest) == len(names):
+        first_row_id = manifest[names.index("first_row_id")]
+    return ManifestFile.from_args(_table_format_version=V3, **values, first_row_id=first_row_id)
+
+
+def first_row_id_of(manifest: ManifestFile) -> int | None:
+    """A manifest-list record's ``first_row_id`` (``None`` for v1/v2 records)."""
+    names = _v3_list_fields()
+    if len(manifest) != len(names):
+        return None
+    value = manifest[names.index("first_row_id")]
+    return None if value is None else int(value)
+
+
+class ManifestListWriterV3(ManifestListWriterV2):
+    """pyiceberg's v2 list writer with the v3 schema and Java's ``first_row_id`` assignment."""
+
+    def __init__(
+        self,
+        output_file: OutputFile,
+        snapshot_id: int,
+        parent_snapshot_id: int | None,
+        sequence_number: int,
+        first_row_id: int,
+    ) -> None:
+        super().__init__(output_file, snapshot_id, parent_snapshot_id, sequence_number, "deflate")
+        self._format_version = V3
+        self._meta = {**self._meta, "format-version": "3", "first-row-id": str(first_row_id)}
+        self.next_row_id = first_row_id
+
+    def __enter__(self) -> ManifestListWriterV3:
+        from pyiceberg.avro.file import AvroOutputFile
+        from pyiceberg.manifest import MANIFEST_LIST_FILE_SCHEMAS, ManifestFile
+
+        schema = MANIFEST_LIST_FILE_SCHEMAS[V3]
+        self._writer = AvroOutputFile[ManifestFile](
+            output_file=self._output_file,
+            record_schema=schema,
+            file_schema=schema,
+            schema_name="manifest_file",
+            metadata=self._meta,
+        )
+        self._writer.__enter__()
+        return self
+
+    def prepare_manifest(self, manifest_file: ManifestFile) -> ManifestFile:
+        from pyiceberg.manifest import ManifestContent
+
+        prepared = super().prepare_manifest(manifest_file)
+        assigned = first_row_id_of(manifest_file)
+        if prepared.content == ManifestContent.DATA and assigned is None:
+            # Room for existing rows too: files from pre-v3 snapshots have no first_row_id.
+            assigned = self.next_row_id
+            self.next_row_id += int(prepared.existing_rows_count or 0) + int(
+                prepared.added_rows_count or 0
+            )
+        return to_v3_manifest_file(prepared, assigned)
+
+
+# --- table metadata and the commit ------------------------------------------------------------
+
+
+def write_table_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
+    """pyiceberg's metadata writer, minus ``TableMetadataV3``'s refusal to serialize."""
+    from pyiceberg.serializers import Compressor, ToOutputFile
+    from pyiceberg.typedef import IcebergBaseModel
+    from pyiceberg.utils.config import Config
+
+    if metadata.format_version < V3:
+        ToOutputFile.table_metadata(metadata, io.new_output(metadata_path))
+        return
+    exclude_none = not Config().get_bool("legacy-current-snapshot-id")
+    data = IcebergBaseModel.model_dump_json(metadata, exclude_none=exclude_none).encode()
+    data = Compressor.get_compressor(metadata_path).bytes_compressor()(data)
+    with io.new_output(metadata_path).create(overwrite=False) as out:
+        out.write(data)
+
+
+def upgraded_to_v3(metadata: TableMetadata) -> TableMetadata:
+    """``metadata`` at format version 3 with ``next-row-id`` 0, as Java's upgrade does."""
+    from pyiceberg.table.metadata import TableMetadataV3
+
+    if metadata.format_version >= V3:
+        return metadata
+    return TableMetadataV3.model_construct(
+        **{**dict(metadata), "format_version": V3, "next_row_id": 0}
+    )
+
+
+def _stage_v3(catalog: Catalog, original: Any) -> Any:
+    """``_update_and_stage_table`` that applies an upgrade to v3 itself, then pyiceberg's."""
+    from pyiceberg.table import Table
+    from pyiceberg.table.update import UpgradeFormatVersionUpdate, _update_table_metadata_log
+
+    def stage(
+        current: Table | None,
+        identifier: Any,
+        requirements: tuple[TableRequirement, ...],
+        updates: tuple[TableUpdate, ...],
+    ) -> Any:
+        upgrade = [u for u in updates if isinstance(u, UpgradeFormatVersionUpdate)]
+        if current is None or not upgrade or upgrade[-1].format_version != V3:
+            return original(current, identifier, requirements, updates)
+        for requirement in requirements:
+            requirement.validate(current.metadata)
+        rest = tuple(u for u in updates if not isinstance(u, UpgradeFormatVersionUpdate))
+        base = upgraded_to_v3(current.metadata)
+        if not rest and base is not current.metadata:  # nothing else logs the old metadata
+            import time
+
+            base = _update_table_metadata_log(
+                base, current.metadata_location, current.metadata.last_updated_ms
+            ).model_copy(update={"last_updated_ms": int(time.time() * 1000)})
+        upgraded = Table(identifier, base, current.metadata_location, current.io, catalog)
+        return original(upgraded, identifier, (), rest)
+
+    return stage
+
+
+@contextmanager
+def _writes_v3(catalog: Catalog) -> Iterator[None]:
+    """For one commit, let a SQL catalog stage and write v3 metadata (see the contract)."""
+    target: Any = catalog  # private pyiceberg methods, replaced on this instance only
+    with _OVERRIDE_LOCK:
+        target._update_and_stage_table = _stage_v3(catalog, target._update_and_stage_table)
+        target._write_metadata = write_table_metadata
+        try:
+            yield
+        finally:
+            del target._update_and_stage_table
+            del target._write_metadata
+
+
+def commit(
+    table: Table,
+    requirements: Sequence[TableRequirement],
+    updates: Sequence[TableUpdate],
+) -> Table:
+    """Commit v3 updates through the table's catalog; returns the table as committed.
+
+    Raises pyiceberg's ``CommitFailedException`` when a requirement fails or a concurrent
+    commit won (the caller refreshes and retries), and :class:`UnsupportedTableError` for a
+    catalog this module cannot write v3 through.
+    """
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.table import Table as PyTable
+
+    catalog = table.catalog
+    if pyiceberg_writes_v3() or isinstance(catalog, RestCatalog):
+        response = catalog.commit_table(table, tuple(requirements), tuple(updates))
+    elif isinstance(catalog, SqlCatalog):
+        with _writes_v3(catalog):
+            response = catalog.commit_table(table, tuple(requirements), tuple(updates))
+    else:
+        raise UnsupportedTableError(
+            f"cannot commit Iceberg v3 metadata through a {type(catalog).__name__}: pyiceberg "
+            "0.12 does not write v3, and puffin writes it only for SQL (SQLite, in-memory) "
+            "and REST catalogs"
+        )
+    return PyTable(
+        table.name(),
+        response.metadata,
+        response.metadata_location,
+        table.io,
+        catalog,
+    )
+
+
+# --- a snapshot that changes only delete files ------------------------------------------------
+
+# Positions of the v3-only data_file fields in pyiceberg's v3 DataFile struct.
+REFERENCED_DATA_FILE, CONTENT_OFFSET, CONTENT_SIZE = 17, 18, 19
+
+
+def delete_file_key(data_file: DataFile) -> tuple[str, str | None]:
+    """What identifies a delete file: its path, and for a DV the data file it references."""
+    referenced = data_file[REFERENCED_DATA_FILE] if len(data_file) > REFERENCED_DATA_FILE else None
+    return str(data_file.file_path), None if referenced is None else str(referenced)
+
+
+@dataclass(frozen=True)
+class DeleteSnapshot:
+    """A written but uncommitted snapshot, and every file written for it (to clean up)."""
+
+    snapshot: Snapshot
+    written: tuple[str, ...]
+
+
+def _metadata_file(table: Table, name: str) -> str:
+    return str(table.location_provider().new_metadata_location(name))
+
+
+def _entry(status: Any, snapshot_id: int, entry: ManifestEntry | None, data_file: Any) -> Any:
+    from pyiceberg.manifest import ManifestEntry
+
+    return ManifestEntry.from_args(
+        status=status,
+        snapshot_id=snapshot_id if entry is None else entry.snapshot_id,
+        sequence_number=None if entry is None else entry.sequence_number,
+        file_sequence_number=None if entry is None else entry.file_sequence_number,
+        data_file=data_file,
+    )
+
+
+def _delete_manifests(
+    table: Table,
+    manifests: Sequence[ManifestFile],
+    added: Sequence[DataFile],
+    removed: set[tuple[str, str | None]],
+    snapshot_id: int,
+) -> tuple[list[ManifestFile], list[ManifestFile], list[DataFile]]:
+    """Manifests carried as they are, new v3 delete manifests (one per spec), files removed."""
+    from pyiceberg.manifest import ManifestContent
+    from pyiceberg.manifest import ManifestEntryStatus as S
+
+    from puffin.iceberg.deletes import read_manifest_entries
+
+    carried: list[ManifestFile] = []
+    gone_files: list[DataFile] = []
+    groups: dict[int, list[Any]] = {}
+    for df in added:
+        groups.setdefault(df.spec_id, []).append(_entry(S.ADDED, snapshot_id, None, df))
+    for manifest in manifests:
+        if manifest.content != ManifestContent.DELETES:
+            carried.append(manifest)
+            continue
+        entries = read_manifest_entries(table.io, manifest)
+        if not any(delete_file_key(e.data_file) in removed for e in entries):
+            carried.append(manifest)
+            continue
+        for e in entries:
+            gone = delete_file_key(e.data_file) in removed
+            if gone:
+                gone_files.append(e.data_file)
+            status = S.DELETED if gone else S.EXISTING
+            who = snapshot_id if gone else e.snapshot_id
+            groups.setdefault(manifest.partition_spec_id, []).append(
+                _entry(status, who or snapshot_id, e, e.data_file)
+            )
+    new: list[ManifestFile] = []
+    for spec_id, entries in sorted(groups.items()):
+        path = _metadata_file(table, f"{uuid.uuid4()}-m{len(new)}.avro")
+        out = table.io.new_output(path)
+        spec = table.specs()[spec_id]
+        with DeleteManifestWriterV3(spec, table.schema(), out, snapshot_id, "deflate") as w:
+            for e in entries:
+                w.add_entry(e)
+        new.append(w.to_manifest_file())
+    return carried, new, gone_files
+
+
+def write_delete_snapshot(
+    table: Table,
+    added: Sequence[DataFile],
+    removed: set[tuple[str, str | None]],
+    *,
+    operation: str = "delete",
+) -> DeleteSnapshot:
+    """Manifests, manifest list and ``Snapshot`` for a change of delete files only.
+
+    ``added`` are v3 delete-file records (DVs); ``removed`` the :func:`delete_file_key` of
+    live delete files to drop (superseded DVs, merged position deletes).  Data manifests are
+    carried unchanged and get a ``first_row_id`` if they have none; the snapshot's
+    ``first-row-id`` is the table's ``next-row-id`` (0 for a table being upgraded).
+    """
+    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+
+    from puffin.iceberg.deletes import read_manifest_list
+    from puffin.iceberg.row_deletes import snapshot_summary
+
+    parent = table.current_snapshot()
+    assert parent is not None, "a delete snapshot needs a parent"
+    metadata = table.metadata
+    snapshot_id = metadata.new_snapshot_id()
+    sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
+    first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
+    manifests = read_manifest_list(table.io, parent.manifest_list)
+    carried, new, gone = _delete_manifests(table, manifests, added, removed, snapshot_id)
+    list_path = _metadata_file(table, f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
+    written = (*(m.manifest_path for m in new), list_path)
+    with ManifestListWriterV3(
+        table.io.new_output(list_path),
+        snapshot_id,
+        parent.snapshot_id,
+        sequence_number,
+        first_row_id,
+    ) as writer:
+        writer.add_manifests([*carried, *new])
+    props = snapshot_summary(table, parent, added, gone)
+    snapshot = Snapshot.model_validate(
+        {
+            "snapshot-id": snapshot_id,
+            "parent-snapshot-id": parent.snapshot_id,
+            "sequence-number": sequence_number,
+            "manifest-list": list_path,
+            "summary": Summary(Operation(operation), **props),
+            "schema-id": metadata.current_schema_id,
+            "first-row-id": first_row_id,
+            "added-rows": writer.next_row_id - first_row_id,
+        }
+    )
+    return DeleteSnapshot(snapshot, written)
