@@ -1,0 +1,68 @@
+"""Spark pipeline: Iceberg NDV sketches and deletion vectors computed where the data is.
+
+Nothing here assumes that the driver and the executors share a disk: the executors read the
+data files and send back small serialized sketches and deletion vectors; the driver merges
+them and writes the Puffin file through the table's FileIO (or fsspec).  The executors need
+this library installed (``pip install iceberg-puffin`` on the cluster, or ship it with
+``spark.submit.pyFiles``); in ``local[N]`` mode they already have it.
+
+One concept per module: :mod:`~puffin.spark._java` (Java check, :func:`local_session`),
+:mod:`~puffin.spark.types` (Spark <-> Iceberg types), :mod:`~puffin.spark.ndv` (sketches of
+a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics` (a
+table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors) and
+:mod:`~puffin.spark.cli` (``puffin spark ...``).
+
+Importing this package is light: pyspark, pyarrow and argparse are imported when needed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from puffin.errors import JavaNotFoundError, SetupError
+from puffin.spark._java import MIN_JAVA, check_java, local_session
+from puffin.spark.deletes import (
+    delete_rows,
+    deletion_vector_positions,
+    deletion_vectors_for,
+    position_deletes_to_deletion_vectors,
+    upgrade_to_v3,
+)
+from puffin.spark.ndv import ENGINES, compute_ndv_sketches
+from puffin.spark.statistics import compute_table_statistics
+from puffin.spark.types import iceberg_type_of, spark_read_type
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    import argparse
+
+__all__ = [
+    "ENGINES",
+    "MIN_JAVA",
+    "JavaNotFoundError",
+    "SparkSetupError",
+    "check_java",
+    "compute_ndv_sketches",
+    "compute_table_statistics",
+    "delete_rows",
+    "deletion_vector_positions",
+    "deletion_vectors_for",
+    "iceberg_type_of",
+    "local_session",
+    "position_deletes_to_deletion_vectors",
+    "register_cli",
+    "spark_read_type",
+    "upgrade_to_v3",
+]
+
+#: The former name of :class:`puffin.errors.SetupError` (Spark cannot start on this machine).
+SparkSetupError = SetupError
+
+
+def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``puffin spark ...`` to the ``puffin`` command: :func:`puffin.spark.cli.register_cli`.
+
+    Kept here for the CLI's module hook; the argparse code is imported only when called.
+    """
+    from puffin.spark.cli import register_cli as register
+
+    register(subparsers)

@@ -1,0 +1,257 @@
+"""An Iceberg snapshot's data files as Spark DataFrames: read schema, path keys, live rows.
+
+Spark reads the Parquet files pyiceberg planned, matching columns by field id (so renamed
+columns read right), and removes the rows the snapshot's position deletes and deletion
+vectors delete.  Spark and Iceberg spell file locations differently, so rows are matched to
+delete entries by a path key both sides compute the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from puffin.errors import UnsupportedTableError
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+    from pyiceberg.types import NestedField
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructField, StructType
+
+    from puffin.iceberg._plan import PlannedFile
+
+__all__ = [
+    "FIELD_ID_CONF",
+    "check_parquet",
+    "column_ref",
+    "live_rows",
+    "path_key",
+    "session_conf",
+    "table_frame",
+]
+
+#: Spark reads Parquet columns by field id while these are set (restored afterwards).
+FIELD_ID_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set SQL settings for the jobs run inside, then put the caller's values back."""
+    saved: dict[str, str | None] = {}
+    for key, value in settings.items():
+        saved[key] = spark.conf.get(key, None)
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
+def path_key(path: str) -> str:
+    """A comparable form of a file location, as Spark and Iceberg spell it.
+
+    Spark reports ``file:/a/b%20c`` for the Iceberg location ``file:///a/b c`` or ``/a/b c``;
+    both become ``file:/a/b c``.  ``s3a://`` and ``s3n://`` compare equal to ``s3://``.
+    Mirrors :func:`_path_key_column`.
+    """
+    from urllib.parse import unquote
+
+    text = unquote(path)
+    if text.startswith("/"):
+        text = "file:" + text
+    text = re.sub(r"^file:/+", "file:/", text)
+    return re.sub(r"^s3[an]://", "s3://", text)
+
+
+def _path_key_column(col: Column) -> Column:
+    """:func:`path_key` as a Spark column expression."""
+    from pyspark.sql import functions as F
+
+    text = F.url_decode(F.replace(col, F.lit("+"), F.lit("%2B")))
+    text = F.regexp_replace(text, r"^/", "file:/")
+    text = F.regexp_replace(text, r"^file:/+", "file:/")
+    return F.regexp_replace(text, r"^s3[an]://", "s3://")
+
+
+def _spark_field(field: NestedField) -> StructField | None:
+    """A Spark ``StructField`` for an Iceberg field, with its id for Parquet matching."""
+    from pyiceberg.types import PrimitiveType
+    from pyiceberg.types import StructType as IcebergStruct
+    from pyspark.sql import types as T
+
+    from puffin.spark.types import spark_read_type
+
+    ftype = field.field_type
+    spark_type: T.DataType
+    if isinstance(ftype, IcebergStruct):
+        children = [_spark_field(f) for f in ftype.fields]
+        spark_type = T.StructType([c for c in children if c is not None])
+    elif isinstance(ftype, PrimitiveType):
+        try:
+            spark_type = spark_read_type(ftype)
+        except (TypeError, ValueError, KeyError):
+            return None
+    else:  # lists and maps: not needed for sketches, left out of the read schema
+        return None
+    return T.StructField(field.name, spark_type, True, {"parquet.field.id": field.field_id})
+
+
+def _read_schema(schema: Schema, field_ids: set[int] | None = None) -> StructType:
+    """The Spark read schema for an Iceberg schema (top-level fields in ``field_ids``)."""
+    from pyspark.sql import types as T
+
+    fields = []
+    for f in schema.fields:
+        if field_ids is not None and f.field_id not in field_ids:
+            continue
+        spark_field = _spark_field(f)
+        if spark_field is not None:
+            fields.append(spark_field)
+    return T.StructType(fields)
+
+
+def column_ref(schema: Schema, path: Sequence[int]) -> Column:
+    """The Spark column for a field reached through structs by field ids ``path``."""
+    from pyiceberg.types import StructType as IcebergStruct
+    from pyspark.sql import functions as F
+
+    struct = schema.as_struct()
+    col: Column | None = None
+    for fid in path:
+        field = next(f for f in struct.fields if f.field_id == fid)
+        col = F.col(f"`{field.name.replace('`', '``')}`") if col is None else col[field.name]
+        if isinstance(field.field_type, IcebergStruct):
+            struct = field.field_type
+    assert col is not None, "an empty field path"
+    return col
+
+
+def check_parquet(planned: Sequence[PlannedFile]) -> None:
+    """Refuse data files Spark cannot give row positions for (anything but Parquet)."""
+    from pyiceberg.manifest import FileFormat
+
+    for p in planned:
+        if p.data_file.file_format != FileFormat.PARQUET:
+            raise UnsupportedTableError(
+                f"data file {p.path} is {p.data_file.file_format}; Spark reads row "
+                "positions (_metadata.row_index) of Parquet files only"
+            )
+
+
+def _split_deletes(
+    planned: Sequence[PlannedFile],
+) -> tuple[list[str], dict[str, list[DataFile]]]:
+    """Parquet position-delete files, and the Puffin deletion vectors by data file."""
+    from pyiceberg.manifest import FileFormat
+
+    parquet: dict[str, None] = {}
+    puffin_files: dict[str, list[DataFile]] = {}
+    for p in planned:
+        for d in p.delete_files:
+            if d.file_format == FileFormat.PARQUET:
+                parquet[str(d.file_path)] = None
+            elif d.file_format == FileFormat.PUFFIN:
+                puffin_files.setdefault(str(p.path), []).append(d)
+            else:
+                raise UnsupportedTableError(
+                    f"position delete file {d.file_path} is {d.file_format}; "
+                    "only Parquet and Puffin are read"
+                )
+    return list(parquet), puffin_files
+
+
+def _deleted_rows(
+    spark: SparkSession, table: Table, planned: Sequence[PlannedFile]
+) -> DataFrame | None:
+    """(key, pos) of every row the snapshot's deletes remove, or ``None`` if there are none.
+
+    Parquet position-delete files are read by Spark; deletion vectors (Puffin) are read on
+    the driver by their manifest ranges and sent along as a small DataFrame.
+    """
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from puffin.iceberg._plan import DeleteIndex
+
+    parquet, puffin_files = _split_deletes(planned)
+    frames = []
+    if parquet:
+        deletes = spark.read.schema("file_path string, pos long").parquet(*parquet)
+        frames.append(deletes.select(_path_key_column(F.col("file_path")).alias("k"), "pos"))
+    if puffin_files:
+        index = DeleteIndex(table.io)
+        paths: list[str] = []
+        positions = []
+        for data_path, files in puffin_files.items():
+            found = index.positions(data_path, files)
+            if found is not None and len(found):
+                paths.append(data_path)
+                positions.append(pa.array(found, pa.int64()))
+        if paths:
+            arrow = pa.table(
+                {
+                    "k": pa.array([path_key(p) for p in paths]),
+                    "pos": pa.array(positions, pa.list_(pa.int64())),
+                }
+            )
+            frames.append(spark.createDataFrame(arrow).select("k", F.explode("pos").alias("pos")))
+    if not frames:
+        return None
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def table_frame(
+    spark: SparkSession,
+    schema: Schema,
+    planned: Sequence[PlannedFile],
+    top_ids: set[int] | None,
+    *,
+    rows: bool,
+) -> DataFrame:
+    """The planned data files as one DataFrame, columns matched by field id.
+
+    With ``rows``, adds ``_k`` (the file's path key) and ``_pos`` (the row's position).
+    """
+    from pyspark.sql import functions as F
+
+    paths = [p.path for p in planned]
+    df = spark.read.schema(_read_schema(schema, top_ids)).parquet(*paths)
+    if rows:
+        df = df.select(
+            "*",
+            _path_key_column(F.col("_metadata.file_path")).alias("_k"),
+            F.col("_metadata.row_index").alias("_pos"),
+        )
+    return df
+
+
+def live_rows(
+    spark: SparkSession,
+    table: Table,
+    schema: Schema,
+    planned: Sequence[PlannedFile],
+    top_ids: set[int],
+) -> DataFrame:
+    """The snapshot's live rows (deletes applied) of the top-level fields ``top_ids``."""
+    deleted = _deleted_rows(spark, table, planned)
+    if deleted is None:
+        return table_frame(spark, schema, planned, top_ids, rows=False)
+    data = table_frame(spark, schema, planned, top_ids, rows=True)
+    live = data.join(
+        deleted,
+        (data["_k"] == deleted["k"]) & (data["_pos"] == deleted["pos"]),
+        "left_anti",
+    )
+    return live.drop("_k", "_pos")

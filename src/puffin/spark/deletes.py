@@ -1,0 +1,329 @@
+"""Deletion vectors built on Spark: rows matching a condition, or v2 position-delete files.
+
+The executors build and serialize one deletion vector per data file and partition; the
+driver collects those (a few bytes per run of positions), merges pieces of files split over
+partitions and writes one Puffin file through the table's FileIO (or fsspec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, TypeGuard, cast
+
+from puffin.errors import UsageError
+from puffin.spark._frames import FIELD_ID_CONF, check_parquet, path_key, session_conf, table_frame
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    import pyarrow as pa
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
+    from pyspark.sql import DataFrame, SparkSession
+
+    from puffin.blobs.deletion_vector import DeletionVector, DeletionVectorEntry
+    from puffin.iceberg._plan import DeleteIndex, PlannedFile
+    from puffin.iceberg.row_deletes import DeleteResult
+
+__all__ = [
+    "delete_rows",
+    "deletion_vector_positions",
+    "deletion_vectors_for",
+    "position_deletes_to_deletion_vectors",
+    "upgrade_to_v3",
+]
+
+_DV_SCHEMA = "file_path string, record_count long, last long, dv binary"
+
+
+def _dv_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow``: (file path, position) rows -> one serialized DV per file and partition.
+
+    Rows stream in Arrow batches; each batch's positions are split by file and added to
+    that file's bitmap, so memory follows the compressed bitmaps, not the row count.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from puffin.blobs.deletion_vector import DeletionVector
+
+    vectors: dict[str, DeletionVector] = {}
+    largest: dict[str, int] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        paths = batch.column(0)
+        positions = batch.column(1)
+        if paths.null_count or positions.null_count:
+            raise ValueError("file path and position must not be null")
+        encoded = pc.dictionary_encode(paths)
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        pos = positions.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        names = encoded.dictionary.to_pylist()
+        for code, name in enumerate(names):
+            chosen = pos if len(names) == 1 else pos[codes == code]
+            if not len(chosen):
+                continue
+            vector = vectors.get(name)
+            if vector is None:
+                vectors[name] = DeletionVector(chosen)
+            else:
+                vector.update(chosen)
+            largest[name] = max(largest.get(name, 0), int(chosen.max()))
+    if not vectors:
+        return
+    items = list(vectors.items())
+    yield pa.RecordBatch.from_arrays(
+        [
+            pa.array([name for name, _ in items], pa.string()),
+            pa.array([dv.cardinality for _, dv in items], pa.int64()),
+            pa.array([largest[name] for name, _ in items], pa.int64()),
+            pa.array([dv.serialize() for _, dv in items], pa.binary()),
+        ],
+        names=["file_path", "record_count", "last", "dv"],
+    )
+
+
+def _collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]]:
+    """Run the DV job; {reported file path: (DeletionVector, largest position)}.
+
+    A file that spans several partitions comes back as several partial vectors, merged
+    here; each payload's CRC and cardinality are checked as it is decoded.
+    """
+    from puffin.blobs.deletion_vector import DeletionVector
+
+    merged: dict[str, tuple[DeletionVector, int]] = {}
+    for row in rows_df.mapInArrow(_dv_partition, _DV_SCHEMA).collect():
+        path = row["file_path"]
+        dv = DeletionVector.deserialize(
+            bytes(row["dv"]), expected_cardinality=row["record_count"], location=path
+        )
+        if path in merged:
+            old, last = merged[path]
+            old.update(dv)
+            merged[path] = (old, max(last, row["last"]))
+        else:
+            merged[path] = (dv, row["last"])
+    return merged
+
+
+def deletion_vector_positions(
+    spark: SparkSession,
+    table: Table,
+    condition: str,
+    *,
+    snapshot_id: int | None = None,
+    merge_existing: bool = True,
+) -> dict[str, DeletionVector]:
+    """The deleted positions of each data file with rows matching ``condition``; no file.
+
+    Spark reads the snapshot's Parquet data files (columns by field id, so the condition
+    uses the table's current names), keeps the matching rows' ``_metadata.file_path`` and
+    ``_metadata.row_index``, and each partition builds and serializes one deletion vector
+    per data file on the executors.  The driver merges the pieces of files split over
+    partitions and, with ``merge_existing``, adds the positions the snapshot already
+    deletes in those files.  Returns ``{data file path: DeletionVector}`` sorted by path
+    (empty when no row matches).
+    """
+    from pyspark.sql import functions as F
+
+    from puffin.iceberg._catalog import resolve_snapshot
+    from puffin.iceberg._plan import DeleteIndex, plan_files
+    from puffin.iceberg.statistics import snapshot_schema
+
+    if not isinstance(condition, str) or not condition.strip():
+        raise UsageError("condition must be a non-empty Spark SQL expression")
+    snapshot = resolve_snapshot(table, snapshot_id)
+    schema = snapshot_schema(table, snapshot.schema_id)
+    planned = plan_files(table, snapshot)
+    check_parquet(planned)
+    if not planned:
+        return {}
+    with session_conf(spark, FIELD_ID_CONF):
+        data = table_frame(spark, schema, planned, None, rows=False)
+        matches = data.where(F.expr(condition)).select(
+            F.col("_metadata.file_path"), F.col("_metadata.row_index")
+        )
+        found = _collect_vectors(matches)
+    existing = DeleteIndex(table.io) if merge_existing else None
+    return dict(sorted(_by_data_file(found, planned, existing).items()))
+
+
+def deletion_vectors_for(
+    spark: SparkSession,
+    table: Table,
+    condition: str,
+    *,
+    snapshot_id: int | None = None,
+    merge_existing: bool = True,
+    location: str | None = None,
+) -> list[DeletionVectorEntry]:
+    """Deletion vectors for the rows of ``table`` matching the Spark SQL ``condition``.
+
+    :func:`deletion_vector_positions` on Spark, then one Puffin file written through the
+    table's FileIO with :func:`puffin.iceberg.write_table_deletion_vectors` (``location``:
+    default a new file in the table's data folder).  ``merge_existing`` keeps one vector
+    per data file for a v3 table.
+
+    Returns one :class:`puffin.DeletionVectorEntry` per data file with matching rows,
+    sorted by data file; an empty list, and no file, when no row matches.  Nothing is
+    committed: :func:`delete_rows` writes and commits.
+    """
+    from puffin.iceberg.deletes import write_table_deletion_vectors
+
+    vectors = deletion_vector_positions(
+        spark, table, condition, snapshot_id=snapshot_id, merge_existing=merge_existing
+    )
+    if not vectors:
+        return []
+    return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
+
+
+def delete_rows(spark: SparkSession, table: Table, condition: str) -> DeleteResult:
+    """Delete the rows matching the Spark SQL ``condition`` from a v3 table, committed.
+
+    The executors find the positions (:func:`deletion_vector_positions` on the current
+    snapshot); the driver commits them with :func:`puffin.iceberg.commit_deletion_vectors`,
+    which merges them with the live vectors, writes one Puffin file and commits one
+    ``delete`` snapshot (retrying on concurrent commits).  A v1/v2 table is refused with
+    :class:`puffin.errors.UnsupportedTableError` before Spark runs.
+    """
+    from puffin.iceberg.row_deletes import commit_deletion_vectors, require_v3
+
+    require_v3(table, "delete_rows")
+    vectors = deletion_vector_positions(spark, table, condition, merge_existing=False)
+    return commit_deletion_vectors(table, vectors)
+
+
+def _by_data_file(
+    found: Mapping[str, tuple[DeletionVector, int]],
+    planned: Iterable[PlannedFile],
+    existing: DeleteIndex | None,
+) -> dict[str, DeletionVector]:
+    """The vectors Spark reported, keyed by Iceberg's data-file location and checked.
+
+    With ``existing``, the positions the snapshot already deletes are added to each.
+    """
+    by_key = {path_key(p.path): p for p in planned}
+    vectors: dict[str, DeletionVector] = {}
+    for reported, (dv, last) in found.items():
+        target = by_key.get(path_key(reported))
+        if target is None:
+            raise RuntimeError(f"Spark read {reported!r}, which is not a planned data file")
+        if last >= target.record_count:
+            raise RuntimeError(
+                f"row position {last} is past the {target.record_count} rows of {target.path}"
+            )
+        if existing is not None and target.delete_files:
+            old = existing.positions(target.path, target.delete_files)
+            if old is not None and len(old):
+                dv.update(old)
+        vectors[target.path] = dv
+    return vectors
+
+
+def position_deletes_to_deletion_vectors(
+    spark: SparkSession,
+    files: Table | Iterable[str | DataFile],
+    *,
+    table: Table | None = None,
+    location: str | None = None,
+) -> list[DeletionVectorEntry]:
+    """Turn Iceberg v2 position-delete files into v3 deletion vectors, on Spark.
+
+    ``files`` is a pyiceberg table (its current snapshot's Parquet position-delete files
+    are converted, for its live data files only) or an iterable of position-delete file
+    locations (or pyiceberg ``DataFile`` objects).  Spark reads their ``file_path`` and
+    ``pos`` columns; every data file's positions, from however many delete files, become
+    one deletion vector built on the executors.
+
+    The Puffin file is written with the table's FileIO under its data folder when a table
+    is given (``files`` itself or ``table=``), else to ``location`` (a local path or any
+    URL fsspec can write).  Returns one :class:`puffin.DeletionVectorEntry` per data file,
+    sorted by data file (empty, and no file written, when there is nothing to convert).
+    """
+    live: set[str] | None = None
+    if _is_table(files):
+        if table is not None and table is not files:
+            raise UsageError("give the table once: as files or as table=")
+        table = files
+        paths, live = _position_delete_files(table)
+    else:
+        if isinstance(files, (str, bytes)):
+            raise TypeError("files must be a table or an iterable of locations, not one string")
+        locations = cast("Iterable[str | DataFile]", files)  # not a table, see _is_table
+        paths = [str(getattr(f, "file_path", f)) for f in locations]
+    if table is None and location is None:
+        raise UsageError("give a table or an output location")
+    if not paths:
+        return []
+    rows = spark.read.schema("file_path string, pos long").parquet(*paths)
+    found = _collect_vectors(rows.select("file_path", "pos"))
+    vectors = {path: dv for path, (dv, _) in sorted(found.items()) if live is None or path in live}
+    if not vectors:
+        return []
+    if table is not None:
+        from puffin.iceberg.deletes import write_table_deletion_vectors
+
+        return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
+    assert location is not None
+    return _write_vectors(location, vectors)
+
+
+def upgrade_to_v3(spark: SparkSession, table: Table) -> Table:
+    """The table at format version 3; its position deletes become DVs on the executors.
+
+    Spark reads the current snapshot's Parquet position-delete files and builds one vector
+    per live data file; the driver commits the upgrade with those vectors through
+    :func:`puffin.iceberg.upgrade_to_v3` (same commit, position-delete files removed).  A
+    v3 table is returned as it is.
+    """
+    from puffin.iceberg.row_deletes import upgrade_to_v3 as upgrade
+
+    if table.metadata.format_version >= 3:
+        return table
+    paths, live = _position_delete_files(table)
+    if not paths:
+        return upgrade(table)
+    rows = spark.read.schema("file_path string, pos long").parquet(*paths)
+    found = _collect_vectors(rows.select("file_path", "pos"))
+    by_key = {path_key(p): p for p in live}
+    vectors = {by_key[path_key(f)]: dv for f, (dv, _) in found.items() if path_key(f) in by_key}
+    return upgrade(table, positions=vectors)
+
+
+def _position_delete_files(table: Table) -> tuple[list[str], set[str]]:
+    """The current snapshot's Parquet position-delete files, and its live data files."""
+    from pyiceberg.manifest import FileFormat
+
+    from puffin.iceberg._catalog import resolve_snapshot
+    from puffin.iceberg._plan import plan_files
+
+    planned = plan_files(table, resolve_snapshot(table, None))
+    sources: dict[str, None] = {}
+    for p in planned:
+        for d in p.delete_files:
+            if d.file_format == FileFormat.PARQUET:
+                sources[str(d.file_path)] = None
+    return list(sources), {p.path for p in planned}
+
+
+def _is_table(obj: object) -> TypeGuard[Table]:
+    """Duck-typed: a pyiceberg ``Table`` (or a look-alike) rather than a list of files."""
+    return hasattr(obj, "metadata") and hasattr(obj, "io") and hasattr(obj, "scan")
+
+
+def _write_vectors(
+    location: str, vectors: Mapping[str, DeletionVector]
+) -> list[DeletionVectorEntry]:
+    """Write DVs to a local path (atomically) or, for a URL, through fsspec."""
+    import dataclasses
+
+    from puffin._integration.locations import open_output
+    from puffin.blobs.deletion_vector import write_deletion_vectors
+    from puffin.iceberg.statistics import created_by
+
+    with open_output(location) as target:
+        entries = write_deletion_vectors(target, vectors, created_by=created_by())
+    if isinstance(target, str):
+        return list(entries)
+    return [dataclasses.replace(e, path=location) for e in entries]
