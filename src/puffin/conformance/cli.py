@@ -1,0 +1,132 @@
+"""``puffin conformance generate DIR`` and ``puffin conformance run``.
+
+Registered as a ``puffin`` plugin through :func:`register_cli`.  Nothing heavy is imported
+until a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "register_cli", "run_generate", "run_run"]
+
+_EPILOG_RUN = """\
+examples:
+  puffin conformance run                          # this library against the shipped corpus
+  puffin conformance run --adapter pyiceberg --json
+  puffin conformance run --impl "java -jar my-adapter.jar" --tier deletion-vector
+adapters: puffin, pyiceberg, datasketches, pyroaring, java.  --impl CMD runs any program that
+speaks the JSON-lines protocol of docs/conformance.md.  Exit status 1 when a vector fails.
+"""
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add the ``conformance`` command group to the ``puffin`` command."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    parents = _parents()
+    group = subparsers.add_parser(
+        "conformance",
+        help="the conformance corpus: generate it, run an implementation on it",
+        description="Vectors other Puffin implementations test against, and their runner.",
+        formatter_class=fmt,
+    )
+    group.set_defaults(func=lambda _args: (group.print_help(sys.stderr), 2)[1])
+    commands = group.add_subparsers(dest="conformance_command", metavar="COMMAND")
+    gen = commands.add_parser(
+        "generate",
+        help="write the corpus into DIR (same bytes every run)",
+        parents=parents,
+        formatter_class=fmt,
+    )
+    gen.add_argument("directory", metavar="DIR")
+    gen.set_defaults(func=run_generate)
+    run = commands.add_parser(
+        "run",
+        help="run the corpus against an implementation",
+        parents=parents,
+        epilog=_EPILOG_RUN,
+        formatter_class=fmt,
+    )
+    who = run.add_mutually_exclusive_group()
+    who.add_argument("--adapter", default="puffin", metavar="NAME", help="a built-in adapter")
+    who.add_argument("--impl", metavar="CMD", help="a program speaking the JSON-lines protocol")
+    run.add_argument(
+        "--tier",
+        action="append",
+        metavar="T",
+        help="only this tier (repeatable): container, deletion-vector, theta, writer, captured",
+    )
+    run.add_argument(
+        "--corpus", metavar="DIR", help="a corpus directory (default: the shipped one)"
+    )
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.set_defaults(func=run_run)
+
+
+def _parents() -> list[argparse.ArgumentParser]:
+    from puffin.cli import common_options
+
+    return [common_options()]
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from puffin.conformance.generate import write_corpus
+
+    count = write_corpus(args.directory)
+    print(f"wrote {count} vectors to {args.directory}")
+    return 0
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from puffin.conformance._corpus import TIERS
+    from puffin.conformance.adapters import make_adapter
+    from puffin.conformance.adapters._process import ProcessAdapter
+    from puffin.conformance.runner import corpus_dir, load_vectors, run_vectors
+    from puffin.errors import UsageError
+
+    for tier in args.tier or ():
+        if tier not in TIERS:
+            raise UsageError(f"unknown tier {tier!r}; tiers: {', '.join(TIERS)}")
+    root = Path(args.corpus) if args.corpus else corpus_dir()
+    vectors = load_vectors(root, args.tier)
+    adapter = ProcessAdapter(args.impl) if args.impl else make_adapter(args.adapter)
+    try:
+        report = run_vectors(adapter, vectors, root, known_as=None if args.impl else args.adapter)
+    finally:
+        adapter.close()
+    doc = report.to_json()
+    if args.json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        _print_text(doc)
+    return 1 if doc["failed"] else 0
+
+
+def _print_text(doc: dict[str, Any]) -> None:
+    print(
+        f"{doc['adapter']}: {doc['passed']}/{doc['total']} passed, {doc['failed']} failed "
+        f"({doc['unexplained']} not explained), {doc['skipped']} skipped (operations the "
+        "adapter does not speak)"
+    )
+    for tier, counts in doc["tiers"].items():
+        print(f"  {tier:16} {counts['passed']}/{counts['total']}")
+    for failure in doc["failures"]:
+        print(f"FAIL {failure['id']}: {failure['reason']}")
+        if failure["known"]:
+            print(f"     known: {failure['known']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m puffin.conformance.cli``: the same commands without the ``puffin`` entry."""
+    parser = argparse.ArgumentParser(prog="puffin")
+    register_cli(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Why each built-in peer fails the vectors it fails (docs/conformance.md has reproducers).
+
+Each entry is (id patterns, explanation); a failure whose vector id matches a pattern
+(``fnmatch``) is reported with the explanation as ``known``.  A test keeps this list equal
+to what the peers actually do, so a peer that improves or regresses is noticed.
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+__all__ = ["KNOWN_FAILURES", "explain"]
+
+_THETA_RANGE = (
+    "deserialization does not check theta's range or the retained hashes (each in "
+    "(0, theta), ascending when the ordered flag is set)"
+)
+_THETA_BAD = (
+    "theta/invalid-theta-zero",
+    "theta/invalid-theta-above-max",
+    "theta/invalid-hash-at-theta",
+    "theta/invalid-unordered",
+    "theta/invalid-zero-hash",
+)
+_PRE_LONGS = (
+    "a compact sketch with pre-longs 1 is read as a single-item sketch although its flags say "
+    "otherwise and a count, theta and 32 hashes follow"
+)
+_TRAILING = "bitmaps are read until the declared count; bytes left before the CRC are ignored"
+
+KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
+    "puffin": [],
+    "pyiceberg": [
+        (
+            ("container/*lz4*", "container/mixed-codecs-*"),
+            "pyiceberg 0.12 reads neither LZ4-compressed blobs nor LZ4-compressed footers "
+            "(PuffinFile raises ValueError)",
+        ),
+        (
+            (
+                "container/invalid-footer-start-magic",
+                "container/invalid-offset-*",
+                "container/invalid-length-*",
+            ),
+            "PuffinFile checks only the first and the last 4 bytes, and slices blob ranges "
+            "without checking them against the file: an offset inside the magic, a negative one "
+            "or a range past the footer returns other bytes",
+        ),
+        (("container/invalid-flags-reserved-byte3",), "only flag byte 0 is checked"),
+        (
+            (
+                "container/invalid-footer-duplicate-key",
+                "container/invalid-fields-not-ints",
+                "container/invalid-field-not-int32",
+                "container/invalid-snapshot-id-beyond-long",
+                "container/invalid-offset-string",
+            ),
+            'the footer model (pydantic, lax mode) coerces "1" to 1, accepts field ids beyond '
+            "an int and snapshot ids beyond a long, and keeps the last of duplicate keys",
+        ),
+        (
+            ("container/invalid-zstd-two-frames", "container/invalid-zstd-trailing-bytes"),
+            "zstandard's decompress() returns the first frame and ignores what follows",
+        ),
+        (
+            ("deletion-vector/*-empty", "captured/iceberg-java-deletes-empty-position-index"),
+            "an empty DV fails in to_vector: pyarrow cannot build a chunked array of no chunks "
+            "without a type",
+        ),
+        (
+            ("deletion-vector/*-key-one-only", "deletion-vector/*-explicit-empty-bitmaps"),
+            "a DV whose first bitmap is empty (positions only at 2^32 and above, as Iceberg Java "
+            "writes them) fails in to_vector with ArrowInvalid: the empty chunk is typed null",
+        ),
+        (
+            ("deletion-vector/*-max-key",),
+            "one Python object is appended per key below the largest: key 0x7FFFFFFE means 2^31 "
+            "objects (MemoryError under the runner's 3 GiB cap)",
+        ),
+        (
+            (
+                "deletion-vector/*-invalid-crc-*",
+                "deletion-vector/*-invalid-magic",
+                "deletion-vector/*-invalid-length-*",
+                "deletion-vector/*-invalid-truncated",
+                "deletion-vector/*-invalid-trailing-bytes",
+            ),
+            "_extract_vector_payload checks neither the magic, nor the CRC, nor the length "
+            "prefix against the blob; the bitmap reader ignores bytes after the last bitmap",
+        ),
+        (
+            (
+                "deletion-vector/invalid-record-count",
+                "deletion-vector/invalid-footer-*cardinality*",
+            ),
+            "the decoded cardinality is compared with neither the cardinality property nor the "
+            "manifest's record count",
+        ),
+        (
+            (
+                "deletion-vector/invalid-footer-snapshot-id",
+                "deletion-vector/invalid-footer-sequence-number",
+                "deletion-vector/invalid-footer-compressed",
+                "deletion-vector/invalid-footer-empty-referenced-data-file",
+            ),
+            "the DV footer rules are not checked (snapshot-id and sequence-number -1, no "
+            "compression codec, a non-empty referenced-data-file); a zstd DV is decompressed",
+        ),
+        (
+            ("deletion-vector/invalid-footer-same-data-file-twice",),
+            "two DVs for one data file: the last one silently wins",
+        ),
+    ],
+    "datasketches": [(_THETA_BAD, _THETA_RANGE), (("theta/invalid-pre-longs",), _PRE_LONGS)],
+    "java": [
+        (_THETA_BAD, _THETA_RANGE),
+        (("theta/invalid-pre-longs",), _PRE_LONGS),
+        (
+            ("theta/invalid-seed-hash",),
+            "datasketches-java's Sketch.heapify does not check a compact sketch's seed hash",
+        ),
+        (
+            ("deletion-vector/range-max-key",),
+            "Iceberg Java's RoaringPositionBitmap (ported) keeps a bitmap for every key below "
+            "the largest: key 0x7FFFFFFE is 2^31 objects (OutOfMemoryError with -Xmx1g)",
+        ),
+        (("deletion-vector/range-invalid-trailing-bytes",), _TRAILING),
+    ],
+    "pyroaring": [
+        (
+            ("deletion-vector/range-invalid-key-*", "captured/croaring-64maphighvals"),
+            "CRoaring's 64-bit bitmaps take any 32-bit key; Iceberg allows keys up to 0x7FFFFFFE "
+            "(positions below 2^63), which is an Iceberg rule, not a Roaring one",
+        ),
+        (("deletion-vector/range-invalid-trailing-bytes",), _TRAILING),
+        (
+            ("writer/dv-gap-keys", "writer/dv-key-one-only"),
+            "CRoaring writes non-empty keys only; Iceberg Java writes an empty bitmap for every "
+            "key below the largest, so the bytes differ (both decode to the same positions)",
+        ),
+    ],
+}
+
+
+def explain(adapter: str, vector_id: str) -> str | None:
+    """The known reason ``adapter`` fails ``vector_id``, or None."""
+    for patterns, why in KNOWN_FAILURES.get(adapter, []):
+        if any(fnmatchcase(vector_id, p) for p in patterns):
+            return why
+    return None
