@@ -3,10 +3,13 @@
 Run with ``python -m puffin.demo``.  It
 
 1. creates a sample table (9 column types, a few million rows) in an embedded SQLite catalog
-   under ``./demo-output/warehouse`` (re-created on every run),
+   under ``./demo-output/warehouse`` (re-created on every run), upgraded to Iceberg v3,
 2. starts a local Spark session and computes the table's NDV statistics on it: one Iceberg
    theta sketch per column in a Puffin file, committed to the table,
-3. writes deletion vectors for the rows matching a condition (one Puffin file),
+3. deletes the rows matching a condition: Spark finds their positions, the driver commits
+   them as deletion vectors (:func:`puffin.spark.delete_rows`, a v3 ``delete`` snapshot),
+   and the row counts pyiceberg's scan (and DuckDB, if installed) return before and after
+   are printed: they differ by exactly the deleted rows,
 4. verifies the table and both files, checks the vectors against pyarrow and the sketches
    against the single-machine builder (byte for byte),
 5. prints ``puffin inspect`` of both files and a short summary.
@@ -21,8 +24,12 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from puffin.iceberg import DeleteResult
 
 __all__ = ["main"]
 
@@ -50,7 +57,7 @@ class _Step:
 
 
 def _local(location: str) -> str:
-    from puffin.iceberg._scan import local_path
+    from puffin._integration.locations import local_path
 
     path = local_path(location)
     if path is None:  # pragma: no cover - the demo's warehouse is local
@@ -100,6 +107,188 @@ def _matching_rows(path: str) -> int:
     return int(pc.sum(mask.fill_null(False).cast("int64")).as_py() or 0)
 
 
+@dataclass(frozen=True)
+class _Counts:
+    """The table's row count as each reader returns it (``None``: reader not installed)."""
+
+    pyiceberg: int
+    duckdb: int | None
+
+    def __str__(self) -> str:
+        duck = "not installed" if self.duckdb is None else f"{self.duckdb:,}"
+        return f"pyiceberg scan {self.pyiceberg:,}, DuckDB 1.4.4 {duck}"
+
+
+def _duckdb_count(metadata_location: str) -> int | None:
+    """``count(*)`` of DuckDB's ``iceberg_scan`` when duckdb and its wheel extensions exist."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("duckdb_ext")
+    if importlib.util.find_spec("duckdb") is None or spec is None:
+        return None
+    import duckdb
+
+    folder = Path(next(iter(spec.submodule_search_locations or ()))) / "extensions"
+    con = duckdb.connect(
+        config={
+            "extension_directory": str(folder),
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        }
+    )
+    try:
+        con.execute("LOAD avro")
+        con.execute("LOAD iceberg")
+        path = _local(metadata_location).replace("'", "''")
+        row = con.execute(f"SELECT count(*) FROM iceberg_scan('{path}')").fetchone()
+        return None if row is None else int(row[0])
+    finally:
+        con.close()
+
+
+def _counts(table: Any) -> _Counts:
+    """What pyiceberg's scan (deletion vectors applied) and DuckDB read from the table."""
+    rows = table.scan(selected_fields=("id",)).to_arrow().num_rows
+    return _Counts(rows, _duckdb_count(table.metadata_location))
+
+
+@dataclass(frozen=True)
+class _Deleted:
+    """What the delete step committed, and the row counts around it."""
+
+    result: DeleteResult
+    before: _Counts
+    after: _Counts
+
+    @property
+    def agree(self) -> bool:
+        """Every reader lost exactly the deleted rows."""
+        n = self.result.deleted_rows
+        duck = self.before.duckdb is None or self.before.duckdb - n == self.after.duckdb
+        return self.before.pyiceberg - n == self.after.pyiceberg and duck
+
+
+def _create_table(warehouse: Path, rows: int, files: int) -> tuple[Any, Any]:
+    """The sample table, re-created and moved to format version 3; (catalog, table)."""
+    from puffin.iceberg import create_sample_table, local_catalog, upgrade_to_v3
+
+    if warehouse.exists() and (warehouse / "catalog.db").exists():
+        shutil.rmtree(warehouse)  # our own folder from a previous run
+    catalog = local_catalog(warehouse)
+    table = create_sample_table(catalog, "demo.events", rows=rows, files=files, replace=True)
+    table = upgrade_to_v3(table)
+    _say("      columns: " + ", ".join(f"{f.name} {f.field_type}" for f in table.schema().fields))
+    _say(f"      format version {table.metadata.format_version}")
+    return catalog, table
+
+
+def _delete(spark: Any, table: Any, condition: str) -> _Deleted:
+    """Spark finds the rows' positions; the driver commits them as deletion vectors.
+
+    :func:`puffin.spark.delete_rows`: the executors build the vectors, the driver merges
+    them with the live ones and commits one ``delete`` snapshot (one Puffin file).
+    """
+    from puffin import spark as ps
+
+    before = _counts(table)
+    _say(f"      before: {before}")
+    result = ps.delete_rows(spark, table, condition)
+    n = len(result.vectors)
+    _say(
+        f"      committed {result.deleted_rows:,} rows in {n} deletion "
+        f"vector{'' if n == 1 else 's'}, snapshot {result.snapshot_id}"
+    )
+    if result.puffin_path:
+        _say(f"      -> {_local(result.puffin_path)}")
+    after = _counts(result.table)
+    _say(f"      after:  {after}")
+    return _Deleted(result, before, after)
+
+
+def _verify(
+    table: Any, stats: Any, deleted: _Deleted, condition: str
+) -> tuple[int, dict[str, int]]:
+    """Step 4; returns the problems found and each column's exact distinct count."""
+    from puffin.cli import main as puffin_cli
+    from puffin.iceberg import verify_table
+
+    problems: list[str] = []
+    report = verify_table(table)
+    registered = [s for s in table.metadata.statistics if s.snapshot_id == stats.snapshot_id]
+    if registered != [stats]:
+        problems.append("the statistics file is not registered in the table metadata")
+    problems += [str(p) for p in report.problems]
+    _say(
+        f"      verify_table: {report.statistics_files} statistics file(s), "
+        f"{report.deletion_vectors} deletion vector(s), v{table.metadata.format_version} "
+        f"rules, {'ok' if report.ok else 'problems found'}"
+    )
+    if puffin_cli(["verify", "-q", *_files(stats, deleted)]) != 0:
+        problems.append("puffin verify rejected a file")
+    else:
+        _say("      puffin verify: both files valid")
+    if not deleted.agree:
+        problems.append(f"row counts do not drop by {deleted.result.deleted_rows}")
+    if condition == DEFAULT_CONDITION:
+        for e in deleted.result.vectors:
+            expected = _matching_rows(e.referenced_data_file)
+            if expected != e.record_count:
+                problems.append(
+                    f"{e.referenced_data_file}: DV holds {e.record_count} rows, pyarrow "
+                    f"finds {expected}"
+                )
+        if all("pyarrow" not in p for p in problems):
+            n = len(deleted.result.vectors)
+            _say(f"      pyarrow agrees on the deleted rows of all {n} data files")
+    exact, differ = _single_machine_check(table, table.schema(), _local(stats.statistics_path))
+    problems += [f"column {name}: the Spark sketch differs from the local one" for name in differ]
+    if not differ:
+        _say(
+            f"      all {len(exact)} sketches equal single-machine ThetaSketch.from_values, "
+            "byte for byte"
+        )
+    for p in problems:
+        _say(f"      PROBLEM: {p}")
+    return len(problems), exact
+
+
+def _files(stats: Any, deleted: _Deleted) -> list[str]:
+    """The statistics file and the committed deletion-vector file, as local paths."""
+    dv = deleted.result.puffin_path
+    return [_local(stats.statistics_path), *([_local(dv)] if dv else [])]
+
+
+def _summary(table: Any, stats: Any, deleted: _Deleted, exact: dict[str, int]) -> None:
+    from puffin.blobs.standard import NDV, parse_long_property
+
+    planned = list(table.scan().plan_files())
+    rows = sum(t.file.record_count for t in planned)
+    _say("Summary")
+    _say(
+        f"  table        demo.events (format v{table.metadata.format_version}), {rows:,} rows "
+        f"in {len(planned)} data files"
+    )
+    _say(
+        f"  statistics   snapshot {stats.snapshot_id}, {stats.file_size_in_bytes:,} bytes, "
+        f"footer {stats.file_footer_size_in_bytes:,} bytes, committed"
+    )
+    by_id = {f.field_id: f.name for f in table.schema().fields}
+    _say(f"  {'column':<12} {'ndv (sketch)':>14} {'exact':>12} {'error':>8}")
+    for b in stats.blob_metadata:
+        name = by_id[b.fields[0]]
+        ndv = parse_long_property(b.properties or {}, NDV) or 0  # we wrote it: never absent
+        true = exact[name]
+        error = (ndv - true) / true * 100 if true else 0.0
+        _say(f"  {name:<12} {ndv:>14,} {true:>12,} {error:>7.2f}%")
+    result = deleted.result
+    _say(
+        f"  deletes      {result.deleted_rows:,} rows in {len(result.vectors)} deletion "
+        f"vectors, committed in snapshot {result.snapshot_id}"
+    )
+    _say(f"  rows before  {deleted.before}")
+    _say(f"  rows after   {deleted.after}")
+
+
 def run(out: Path, rows: int, files: int, master: str, condition: str) -> int:
     """The demo; returns the exit status."""
     from puffin import spark as ps
@@ -110,116 +299,33 @@ def run(out: Path, rows: int, files: int, master: str, condition: str) -> int:
     except ps.JavaNotFoundError as exc:
         print(f"puffin demo: {exc}", file=sys.stderr)
         return 1
-
     import puffin
     from puffin.cli import main as puffin_cli
-    from puffin.iceberg import create_sample_table, local_catalog, verify_table
 
-    warehouse = out / "warehouse"
     _say(f"puffin demo: Iceberg statistics and deletion vectors computed on Spark ({master}).")
     _say(f"Output folder: {out}  (Java {java or 'remote'}, puffin {puffin.__version__})")
     _say("(Spark's JVM prints a few start-up lines of its own on stderr.)")
     _say("")
-
-    with _Step(1, steps, f"Creating table demo.events: {rows:,} rows in {files} Parquet files"):
-        if warehouse.exists() and (warehouse / "catalog.db").exists():
-            shutil.rmtree(warehouse)  # our own folder from a previous run
-        catalog = local_catalog(warehouse)
-        table = create_sample_table(catalog, "demo.events", rows=rows, files=files, replace=True)
-        schema = table.schema()
-        _say("      columns: " + ", ".join(f"{f.name} {f.field_type}" for f in schema.fields))
-
+    with _Step(1, steps, f"Creating v3 table demo.events: {rows:,} rows in {files} files"):
+        catalog, table = _create_table(out / "warehouse", rows, files)
     with _Step(2, steps, f"Starting Spark {master} and computing NDV statistics"):
         spark = ps.local_session(master, app_name="puffin-demo", memory="2g")
-        start = time.perf_counter()
         stats = ps.compute_table_statistics(spark, table)
-        _say(
-            f"      sketched {len(stats.blob_metadata)} columns on Spark in "
-            f"{time.perf_counter() - start:.1f} s"
-        )
-        _say(f"      committed {_local(stats.statistics_path)}")
-
-    with _Step(3, steps, f"Writing deletion vectors for rows where {condition}"):
+        _say(f"      sketched {len(stats.blob_metadata)} columns; committed")
+        _say(f"      -> {_local(stats.statistics_path)}")
+    with _Step(3, steps, f"Deleting the rows where {condition} (deletion vectors)"):
         table = catalog.load_table("demo.events")
-        entries = ps.deletion_vectors_for(spark, table, condition)
-        deleted = sum(e.record_count for e in entries)
-        dv_path = _local(entries[0].path) if entries else None
-        _say(f"      {deleted:,} rows in {len(entries)} data files -> {dv_path}")
-
-    problems = 0
+        deleted = _delete(spark, table, condition)
     with _Step(4, steps, "Verifying the table, both files, the vectors and the sketches"):
         table = catalog.load_table("demo.events")
-        report = verify_table(table)
-        registered = [s for s in table.metadata.statistics if s.snapshot_id == stats.snapshot_id]
-        if registered != [stats]:
-            problems += 1
-            _say("      PROBLEM: the statistics file is not registered in the table metadata")
-        for p in report.problems:
-            problems += 1
-            _say(f"      PROBLEM: {p}")
-        _say(
-            f"      verify_table: {report.statistics_files} statistics file(s), "
-            f"{'ok' if report.ok else 'problems found'}"
-        )
-        files_to_check = [_local(stats.statistics_path), *([dv_path] if dv_path else [])]
-        if puffin_cli(["verify", "-q", *files_to_check]) != 0:
-            problems += 1
-            _say("      PROBLEM: puffin verify rejected a file")
-        else:
-            _say("      puffin verify: both files valid")
-        if condition == DEFAULT_CONDITION:
-            for e in entries:
-                expected = _matching_rows(e.referenced_data_file)
-                if expected != e.record_count:
-                    problems += 1
-                    _say(
-                        f"      PROBLEM: {e.referenced_data_file}: DV holds {e.record_count} "
-                        f"rows, pyarrow finds {expected}"
-                    )
-            _say(
-                f"      pyarrow agrees on the deleted rows of all {len(entries)} data files"
-                if not problems
-                else "      pyarrow disagrees (see above)"
-            )
-        exact, differ = _single_machine_check(table, schema, _local(stats.statistics_path))
-        for name in differ:
-            problems += 1
-            _say(f"      PROBLEM: column {name}: the Spark sketch differs from the local one")
-        if not differ:
-            _say(
-                f"      all {len(exact)} sketches equal single-machine ThetaSketch.from_values, "
-                "byte for byte"
-            )
-
+        problems, exact = _verify(table, stats, deleted, condition)
     _say(f"[5/{steps}] Showing both files with `puffin inspect`")
-    for path in files_to_check:
+    for path in _files(stats, deleted):
         _say("")
         _say(f"$ puffin inspect {path}")
         puffin_cli(["inspect", "--color", "never", "--positions", "5", path])
-
     _say("")
-    _say("Summary")
-    _say(
-        f"  table        demo.events, {rows:,} rows, {files} data files, snapshot "
-        f"{stats.snapshot_id}"
-    )
-    _say(
-        f"  statistics   {stats.file_size_in_bytes:,} bytes, footer "
-        f"{stats.file_footer_size_in_bytes:,} bytes, committed"
-    )
-    by_id = {f.field_id: f.name for f in schema.fields}
-    _say(f"  {'column':<12} {'ndv (sketch)':>14} {'exact':>12} {'error':>8}")
-    for b in stats.blob_metadata:
-        name = by_id[b.fields[0]]
-        ndv = int((b.properties or {})["ndv"])
-        true = exact[name]
-        error = (ndv - true) / true * 100 if true else 0.0
-        _say(f"  {name:<12} {ndv:>14,} {true:>12,} {error:>7.2f}%")
-    if entries:
-        _say(
-            f"  deletes      {deleted:,} rows in {len(entries)} deletion vectors, "
-            f"{entries[0].file_size_in_bytes:,} bytes"
-        )
+    _summary(table, stats, deleted, exact)
     _say(f"  result       {'all checks passed' if not problems else f'{problems} problem(s)'}")
     return 0 if not problems else 1
 
