@@ -3,9 +3,17 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
-EXTRAS := test,arrow,iceberg,spark
+EXTRAS := test,arrow,iceberg,spark,peers
 
-.PHONY: venv test demo lint fuzz bench clean
+# Peer readers that cannot share .venv (tests/peers, docs/interop.md "Peers"): Sail's
+# pyspark-client conflicts with pyspark, DuckDB 1.5.5 with the duckdb 1.4.4 of the peers
+# extra. Each venv is rebuilt when its pins change; a '*' .gitignore keeps it out of git.
+SAIL_VENV    := .venv-sail
+SAIL_PINS    := pysail==0.7.2 pyspark-client==4.2.0
+DUCK15_VENV  := .venv-duckdb15
+DUCK15_PINS  := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 pyarrow==26.0.1
+
+.PHONY: venv peers test demo lint fuzz bench clean FORCE
 
 venv: $(STAMP)
 
@@ -15,8 +23,27 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-test: $(STAMP)
-	$(PY) -m pytest -q
+peers: $(SAIL_VENV)/.installed-stamp $(DUCK15_VENV)/.installed-stamp
+
+# $(1): venv folder, $(2): pins. The .pins file changes only when the pins do.
+define side_venv
+$(1)/.pins: FORCE
+	@mkdir -p $(1)
+	@echo '$(2)' | cmp -s - $$@ || echo '$(2)' > $$@
+
+$(1)/.installed-stamp: $(1)/.pins
+	$(PYTHON) -m venv $(1)
+	echo '*' > $(1)/.gitignore
+	$(1)/bin/python -m pip install --quiet --upgrade pip
+	$(1)/bin/python -m pip install --quiet $(2)
+	touch $$@
+endef
+$(eval $(call side_venv,$(SAIL_VENV),$(SAIL_PINS)))
+$(eval $(call side_venv,$(DUCK15_VENV),$(DUCK15_PINS)))
+
+# PUFFIN_REQUIRE_PEERS: a peer venv missing under `make test` fails instead of skipping.
+test: $(STAMP) peers
+	PUFFIN_REQUIRE_PEERS=1 $(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench fuzz
@@ -34,4 +61,4 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAIL_VENV) $(DUCK15_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

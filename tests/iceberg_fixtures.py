@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.catalog import Catalog
-from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
@@ -32,18 +31,18 @@ from pyiceberg.manifest import (
     ManifestEntryStatus,
     ManifestFile,
     ManifestListWriterV2,
-    ManifestWriter,
     ManifestWriterV2,
 )
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
+from puffin._integration.locations import local_path
 from puffin.iceberg import (
     deletion_vector_data_files,
     local_catalog,
     write_table_deletion_vectors,
 )
-from puffin.iceberg._scan import local_path
+from puffin.iceberg._v3 import DeleteManifestWriterV3, ManifestListWriterV3
 
 __all__ = [
     "commit_deletion_vectors_v3",
@@ -71,43 +70,26 @@ class _DeleteManifestWriterV2(ManifestWriterV2):
         return {**super()._meta, "content": "deletes"}
 
 
-class _DeleteManifestWriterV3(ManifestWriter):
-    """A v3 delete manifest: the v3 ``data_file`` struct keeps the DV fields."""
+class _DataManifestWriterV3(DeleteManifestWriterV3):
+    """A v3 manifest marked as holding data files (to build a table that breaks the rules)."""
 
     def content(self) -> ManifestContent:
-        return ManifestContent.DELETES
-
-    @property
-    def version(self) -> Any:
-        return 3
+        return ManifestContent.DATA
 
     @property
     def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
-
-    def new_writer(self) -> Any:
-        from pyiceberg.avro.file import AvroOutputFile
-
-        schema = self._with_partition(3)
-        return AvroOutputFile[ManifestEntry](
-            output_file=self._output_file,
-            file_schema=schema,
-            record_schema=schema,
-            schema_name="manifest_entry",
-            metadata=self._meta,
-        )
-
-    def prepare_entry(self, entry: ManifestEntry) -> ManifestEntry:
-        return entry
+        return {**super()._meta, "content": "data"}
 
 
-class _ManifestListWriterV3(ManifestListWriterV2):
+class _ManifestListWriterV3NoLineage(ManifestListWriterV2):
+    """A v3 manifest list that leaves ``first_row_id`` null (breaks the row-lineage rule)."""
+
     def __init__(self, output_file: Any, snapshot_id: int, parent: int | None, seq: int) -> None:
         super().__init__(output_file, snapshot_id, parent, seq, "deflate")
         self._format_version = 3
         self._meta = {**self._meta, "format-version": "3"}
 
-    def __enter__(self) -> _ManifestListWriterV3:
+    def __enter__(self) -> _ManifestListWriterV3NoLineage:
         from pyiceberg.avro.file import AvroOutputFile
 
         self._writer = AvroOutputFile[ManifestFile](
@@ -128,26 +110,16 @@ def _metadata_folder(table: Table) -> str:
     return f"{table.metadata.location.rstrip('/')}/metadata"
 
 
-def _commit_delete_snapshot(
-    catalog: Catalog,
+def _write_manifests(
     table: Table,
     delete_files: Sequence[DataFile],
-    *,
-    format_version: int,
-    new_identifier: str,
-) -> Table:
-    """Add a snapshot with one delete manifest of ``delete_files``; register as a new table."""
-    io: FileIO = table.io
-    parent = table.current_snapshot()
-    assert parent is not None
-    snapshot_id = int(uuid.uuid4().int & ((1 << 62) - 1))
-    sequence_number = int(getattr(table.metadata, "last_sequence_number", 0)) + 1
-    folder = _metadata_folder(table)
-    manifest_path = f"{folder}/{uuid.uuid4()}-m0.avro"
-    writer_cls = _DeleteManifestWriterV3 if format_version == 3 else _DeleteManifestWriterV2
-    with writer_cls(
-        table.spec(), table.schema(), io.new_output(manifest_path), snapshot_id, "deflate"
-    ) as writer:
+    snapshot_id: int,
+    manifest_cls: type[ManifestWriterV2],
+) -> ManifestFile:
+    """One manifest of ``delete_files``, added by ``snapshot_id``."""
+    path = f"{_metadata_folder(table)}/{uuid.uuid4()}-m0.avro"
+    out = table.io.new_output(path)
+    with manifest_cls(table.spec(), table.schema(), out, snapshot_id, "deflate") as writer:
         for d in delete_files:
             writer.add_entry(
                 ManifestEntry.from_args(
@@ -158,21 +130,65 @@ def _commit_delete_snapshot(
                     data_file=d,
                 )
             )
-    delete_manifest = writer.to_manifest_file()
-    manifests = [*parent.manifests(io), delete_manifest]
-    list_path = f"{folder}/snap-{snapshot_id}-1-{uuid.uuid4()}.avro"
-    if format_version == 3:
-        list_writer: Any = _ManifestListWriterV3(
-            io.new_output(list_path), snapshot_id, parent.snapshot_id, sequence_number
-        )
-    else:
-        list_writer = ManifestListWriterV2(
-            io.new_output(list_path), snapshot_id, parent.snapshot_id, sequence_number, "deflate"
-        )
-    with list_writer as lw:
-        lw.add_manifests(manifests)
+    return writer.to_manifest_file()
 
+
+def _write_list(
+    table: Table, manifests: Sequence[ManifestFile], ids: tuple[int, int, int], lineage: Any
+) -> tuple[str, int]:
+    """The manifest list; returns its path and the rows it assigned row ids to.
+
+    ``lineage``: ``None`` for a v2 list, ``False`` for a v3 list without row ids, else the
+    first row id to assign.
+    """
+    snapshot_id, parent_id, sequence_number = ids
+    path = f"{_metadata_folder(table)}/snap-{snapshot_id}-1-{uuid.uuid4()}.avro"
+    out = table.io.new_output(path)
+    writer: Any
+    if lineage is None:
+        writer = ManifestListWriterV2(out, snapshot_id, parent_id, sequence_number, "deflate")
+    elif lineage is False:
+        writer = _ManifestListWriterV3NoLineage(out, snapshot_id, parent_id, sequence_number)
+    else:
+        writer = ManifestListWriterV3(out, snapshot_id, parent_id, sequence_number, lineage)
+    with writer as w:
+        w.add_manifests(manifests)
+    assigned = w.next_row_id - lineage if isinstance(w, ManifestListWriterV3) else 0
+    return path, assigned
+
+
+def _commit_delete_snapshot(
+    catalog: Catalog,
+    table: Table,
+    delete_files: Sequence[DataFile],
+    *,
+    format_version: int,
+    new_identifier: str,
+    broken: str | None = None,
+) -> Table:
+    """Add a snapshot with one delete manifest of ``delete_files``; register as a new table.
+
+    v3 snapshots follow the row-lineage rules (``first_row_id`` assigned from
+    ``next-row-id``) unless ``broken`` is ``"lineage"`` (null ``first_row_id``, as pre-v3
+    writers leave it), ``"data-manifest"`` (the PUFFIN entries in a data manifest) or
+    ``"v2"`` (v3 manifests, DVs included, under v2 table metadata).
+    """
+    parent = table.current_snapshot()
+    assert parent is not None
     doc = json.loads(Path(local_path(table.metadata_location) or "").read_text())
+    snapshot_id = int(uuid.uuid4().int & ((1 << 62) - 1))
+    sequence_number = int(getattr(table.metadata, "last_sequence_number", 0)) + 1
+    v3 = format_version == 3
+    manifest_cls: type[ManifestWriterV2] = _DeleteManifestWriterV2
+    if v3:
+        manifest_cls = DeleteManifestWriterV3
+    if v3 and broken == "data-manifest":
+        manifest_cls = _DataManifestWriterV3
+    manifest = _write_manifests(table, delete_files, snapshot_id, manifest_cls)
+    first = int(doc.get("next-row-id", 0))
+    lineage: Any = None if not v3 else (False if broken == "lineage" else first)
+    ids = (snapshot_id, parent.snapshot_id, sequence_number)
+    list_path, added = _write_list(table, [*parent.manifests(table.io), manifest], ids, lineage)
     now = int(time.time() * 1000)
     deleted = sum(int(d.record_count) for d in delete_files)
     snapshot: dict[str, Any] = {
@@ -188,26 +204,37 @@ def _commit_delete_snapshot(
         },
         "schema-id": table.schema().schema_id,
     }
-    if format_version == 3:
-        total = sum(
-            int(e.data_file.record_count)
-            for m in parent.manifests(io)
-            for e in m.fetch_manifest_entry(io)
-        )
-        doc["next-row-id"] = total
-        snapshot["first-row-id"] = total
-        snapshot["added-rows"] = 0
+    if broken == "v2":
+        format_version = 2
+    elif v3:
+        doc["next-row-id"] = first + added
+        snapshot["first-row-id"] = first
+        snapshot["added-rows"] = added
+    return _register(catalog, table, doc, snapshot, new_identifier, format_version)
+
+
+def _register(
+    catalog: Catalog,
+    table: Table,
+    doc: dict[str, Any],
+    snapshot: dict[str, Any],
+    new_identifier: str,
+    format_version: int,
+) -> Table:
+    """``doc`` plus ``snapshot`` as the current one, written and registered as a new table."""
+    now = snapshot["timestamp-ms"]
+    snapshot_id = snapshot["snapshot-id"]
     doc["format-version"] = format_version
     doc["snapshots"].append(snapshot)
     doc["current-snapshot-id"] = snapshot_id
-    doc["last-sequence-number"] = sequence_number
+    doc["last-sequence-number"] = snapshot["sequence-number"]
     doc["last-updated-ms"] = now
     doc.setdefault("refs", {})["main"] = {"snapshot-id": snapshot_id, "type": "branch"}
     doc.setdefault("snapshot-log", []).append({"snapshot-id": snapshot_id, "timestamp-ms": now})
     doc.setdefault("metadata-log", []).append(
         {"metadata-file": table.metadata_location, "timestamp-ms": now}
     )
-    metadata_path = f"{folder}/{uuid.uuid4()}.metadata.json"
+    metadata_path = f"{_metadata_folder(table)}/{uuid.uuid4()}.metadata.json"
     Path(local_path(metadata_path) or "").write_text(json.dumps(doc))
     return catalog.register_table(new_identifier, metadata_path)
 
@@ -255,12 +282,14 @@ def commit_deletion_vectors_v3(
     *,
     new_identifier: str,
     tamper: Any = None,
+    broken: str | None = None,
 ) -> tuple[Table, list[Any]]:
     """A v3 table like ``table`` whose new snapshot deletes ``positions`` with DVs.
 
     The Puffin file is written by :func:`write_table_deletion_vectors`; ``tamper(records)``
-    may alter the manifest records before they are written (to build broken tables).
-    Returns the new table and the entries.
+    may alter the manifest records before they are written and ``broken`` break a table
+    rule (see :func:`_commit_delete_snapshot`), to build broken tables.  Returns the new
+    table and the entries.
     """
     entries = write_table_deletion_vectors(table, positions)
     records = deletion_vector_data_files(table, entries)
@@ -268,7 +297,12 @@ def commit_deletion_vectors_v3(
         tamper(records)
     return (
         _commit_delete_snapshot(
-            catalog, table, records, format_version=3, new_identifier=new_identifier
+            catalog,
+            table,
+            records,
+            format_version=3,
+            new_identifier=new_identifier,
+            broken=broken,
         ),
         entries,
     )

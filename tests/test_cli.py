@@ -7,12 +7,14 @@ tested.  Budget: about 15 s (each subprocess costs 0.1-0.5 s).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pty
 import re
 import subprocess
 import sys
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ import pytest
 
 import puffin
 import puffin.cli
+import puffin.cli._plugins
+from puffin import errors
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs" / "cli.md"
@@ -170,7 +174,7 @@ def test_help_lists_every_command_with_examples() -> None:
             puffin.cli.build_parser(load_plugins=False).parse_args([command, "--help"])
         assert exc.value.code == 0
     parser = puffin.cli.build_parser(load_plugins=False)
-    sub = next(a for a in parser._actions if isinstance(a, puffin.cli.argparse._SubParsersAction))
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for command in ("inspect", "verify", "cat", "dv", "ndv"):
         assert "examples:" in sub.choices[command].format_help(), command
     assert out(cli("--version")).strip() == f"puffin {puffin.__version__}"
@@ -270,7 +274,7 @@ def test_inspect_java_zstd_file_human() -> None:
 def test_inspect_json_golden_files() -> None:
     shape = documented_shape("inspect")
     # (file, size, footer size, [(type, fields, snapshot, sequence, offset, length, codec)])
-    golden = [
+    golden: list[tuple[Path, int, int, dict[str, str], list[tuple[Any, ...]]]] = [
         (EMPTY_FILE, 32, 28, {}, []),
         (
             PLAIN_FILE,
@@ -447,9 +451,8 @@ def test_cat_writes_payload_bytes(tmp_path: Path) -> None:
 # --- the plugin hook ---------------------------------------------------------------------------
 
 
-def test_plugin_modules_can_register_commands(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Plugins as entry points of the group ``puffin.cli``, backed by modules in tmp_path."""
     (tmp_path / "cli_plugin_ok.py").write_text(
         "import puffin.cli\n"
         "def register_cli(subparsers):\n"
@@ -458,18 +461,97 @@ def test_plugin_modules_can_register_commands(
         "    p.add_argument('name')\n"
         "    p.set_defaults(func=lambda args: print(f'hello {args.name} {args.debug}') or 7)\n"
     )
-    (tmp_path / "cli_plugin_broken.py").write_text("raise RuntimeError('boom')\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(
-        puffin.cli,
-        "PLUGIN_MODULES",
-        ("cli_plugin_missing", "cli_plugin_broken", "cli_plugin_ok"),
+    (tmp_path / "cli_plugin_other.py").write_text(
+        "def register_cli(subparsers):\n    subparsers.add_parser('other', help='other things')\n"
     )
-    assert puffin.cli.main(["hello", "world", "--debug"]) == 7
+    (tmp_path / "cli_plugin_broken.py").write_text("raise RuntimeError('boom')\n")
+    (tmp_path / "cli_plugin_extra.py").write_text("import not_installed_package_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    eps = [
+        EntryPoint(name, f"{module}:register_cli", "puffin.cli")
+        for name, module in [
+            ("broken", "cli_plugin_broken"),
+            ("needs", "cli_plugin_extra"),
+            ("hello", "cli_plugin_ok"),
+            ("other", "cli_plugin_other"),
+        ]
+    ]
+
+    def entry_points(*, group: str) -> list[EntryPoint]:
+        return [ep for ep in eps if ep.group == group]
+
+    monkeypatch.setattr(puffin.cli._plugins, "entry_points", entry_points)
+
+
+def test_plugins_are_entry_points_loaded_by_command_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_entry_points(monkeypatch, tmp_path)
+    for module in ("cli_plugin_ok", "cli_plugin_other"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    assert puffin.cli.main(["--color", "never", "hello", "world", "--debug"]) == 7
     captured = capsys.readouterr()
-    assert captured.out == "hello world True\n"
-    assert "could not load the commands of cli_plugin_broken: RuntimeError: boom" in captured.err
-    assert "cli_plugin_missing" not in captured.err
-    # Built-in commands do not load plugins at all.
+    assert captured.out == "hello world True\n" and captured.err == ""
+    # Only the plugin named like the command word was imported.
+    assert "cli_plugin_ok" in sys.modules and "cli_plugin_other" not in sys.modules
+    # Built-in commands load no plugin at all.
     assert puffin.cli.main(["verify", "-q", str(ZSTD_FILE)]) == 0
     assert capsys.readouterr().err == ""
+    # The top-level help loads every plugin; broken ones are one warning line each.
+    assert puffin.cli.main(["--help"]) == 0
+    captured = capsys.readouterr()
+    assert "say hello" in captured.out and "other things" in captured.out
+    assert "could not load the broken commands: RuntimeError: boom" in captured.err
+    assert "pip install 'iceberg-puffin[needs]'" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_a_plugin_whose_extra_is_missing_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_entry_points(monkeypatch, tmp_path)
+    assert puffin.cli.main(["needs", "x"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    error = [line for line in lines if "error" in line]
+    assert error == [
+        "puffin needs: error: the needs commands need not_installed_package_xyz, which is not "
+        "installed: pip install 'iceberg-puffin[needs]'"
+    ]
+
+
+def test_the_integrations_are_declared_as_entry_points() -> None:
+    declared = {ep.name: ep.value for ep in entry_points(group="puffin.cli")}
+    assert declared["iceberg"] == "puffin.iceberg.cli:register_cli"
+    assert declared["spark"] == "puffin.spark.cli:register_cli"
+
+
+def test_exit_status_follows_the_error_tree() -> None:
+    cases: list[tuple[BaseException, int]] = [
+        (puffin.PuffinError("x"), 1),
+        (errors.UsageError("x"), 2),
+        (errors.ColumnNotFoundError("x"), 2),
+        (errors.MissingDependencyError("x"), 2),
+        (errors.JavaNotFoundError("x"), 2),
+        (errors.TableNotFoundError("x"), 1),
+        (errors.CommitConflictError("x"), 1),
+        (puffin.cli.InputError("x"), 1),
+        (FileNotFoundError(2, "No such file"), 1),
+        (KeyboardInterrupt(), 130),
+        (BrokenPipeError(), 141),
+        (ValueError("x"), 3),
+        (RuntimeError("x"), 3),
+    ]
+    for exc, status in cases:
+        assert puffin.cli.exit_status(exc) == status, exc
+
+
+def test_require_names_the_extra_of_a_missing_dependency() -> None:
+    from puffin._integration.deps import require
+
+    assert require("json", "arrow").__name__ == "json"
+    with pytest.raises(errors.MissingDependencyError) as info:
+        require("not_installed_package_xyz.sub", "arrow")
+    assert str(info.value) == (
+        "not_installed_package_xyz is not installed: pip install 'iceberg-puffin[arrow]'"
+    )
+    assert puffin.cli.exit_status(info.value) == 2

@@ -104,15 +104,13 @@ def test_verify_and_inspect_report_broken_dvs(tmp_path: Path) -> None:
     assert proc.returncode == 1 and err(proc) == ""
     lines = out(proc).splitlines()
     assert lines[:2] == [f"{JAVA_DV}: OK (1 blob)", f"{GO_DV}: OK (1 blob)"]
-    # The CRC sits after the 4-byte length and the 42 bytes of magic and bitmap: file offset 50.
-    assert lines[2].startswith(
-        f"{bad_crc}, blob 0, offset 50: DeletionVectorError: deletion vector CRC-32 mismatch: "
-        "stored 0x"
-    )
-    assert lines[3] == (
-        f"{bad_count}, blob 0, offset 4: DeletionVectorError: "
-        "deletion vector holds 5 positions, expected 6"
-    )
+    # The offset is the blob's (a file offset); the CRC's place in the payload, after the
+    # 4-byte length and the 42 bytes of magic and bitmap, is in the message.
+    assert lines[2].startswith(f"{bad_crc}, blob 0, offset 4: DeletionVectorError: ")
+    assert "deletion vector CRC-32 mismatch: stored 0x" in lines[2]
+    assert lines[2].endswith("(at byte 46 of the payload)")
+    assert lines[3].startswith(f"{bad_count}, blob 0, offset 4: DeletionVectorError: ")
+    assert lines[3].endswith("deletion vector holds 5 positions, expected 6")
     assert lines[4].startswith(
         f"{bad_snapshot}, blob 0, offset 4, field snapshot-id: DeletionVectorError: "
     )
@@ -140,7 +138,7 @@ def test_verify_and_inspect_report_broken_dvs(tmp_path: Path) -> None:
     check_shape(report, documented_shape("inspect"))
     (blob,) = report["blobs"]
     assert report["valid"] is False and blob["deletion_vector"] is None
-    assert blob["error"]["type"] == "DeletionVectorError" and blob["error"]["offset"] == 50
+    assert blob["error"]["type"] == "DeletionVectorError" and blob["error"]["offset"] == 4
     proc = cli("inspect", bad_crc)
     assert proc.returncode == 1 and err(proc) == ""
     assert "error            DeletionVectorError: deletion vector CRC-32 mismatch" in out(proc)
@@ -221,7 +219,7 @@ def test_dv_selection_and_errors(tmp_path: Path) -> None:
     proc = cli("dv", JAVA_DV, "--offset", 4, "--length", 50, "--record-count", 4)
     assert proc.returncode == 1 and out(proc) == ""
     assert err(proc).endswith(
-        "deletion vector holds 5 positions, expected 4 (deletion vector at [4, 54))\n"
+        "deletion vector holds 5 positions, expected 4 (deletion vector at [4, 54), offset 4)\n"
     )
     proc = cli("dv", JAVA_DV, "--offset", 4, "--length", 5000)
     assert proc.returncode == 1 and "outside the file of 384 bytes" in err(proc)

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import puffin
-from puffin.cli._ndv import Progress
+from puffin._integration.progress import Progress
 from test_cli import ROOT, _env, check_shape, cli, documented_shape, err, json_of, ok, out
 
 THETA = "apache-datasketches-theta-v1"
@@ -369,11 +369,11 @@ def test_inspect_and_verify_theta_blobs_written_by_datasketches(tmp_path: Path) 
     lines = out(proc).splitlines()
     assert lines[0] == f"{good}: OK (2 blobs)"
     assert lines[1].startswith(
-        f"{bad}, blob 0, offset 4, field properties: ThetaSketchError: "
-        "'ndv' property 51 does not match the sketch's estimate 50.0"
+        f"{bad}, blob 0, offset 4, field ndv: ThetaSketchError: "
+        "ndv property 51 does not match the sketch's estimate 50.0"
     )
     assert lines[2].startswith(f"{bad}, blob 1, ")
-    assert "'ndv' property '50 ' is not a non-negative integer" in lines[2]
+    assert "ndv property '50 ' is not a non-negative decimal integer" in lines[2]
     assert "ThetaSketchError: seed hash 0x" in lines[3] and f"{bad}, blob 2, offset " in lines[3]
     assert lines[4].startswith(f"{bad}, blob 3, ") and "exactly one field" in lines[4]
     assert lines[5] == "1 of 2 files valid"
@@ -383,6 +383,54 @@ def test_inspect_and_verify_theta_blobs_written_by_datasketches(tmp_path: Path) 
     assert errors == [None, "ThetaSketchError", "ThetaSketchError", None, None]
     assert report["blobs"][0]["theta"]["ndv_matches_estimate"] is False
     assert report["valid"] is False
+
+
+def test_verify_and_inspect_report_ndv_beyond_a_java_long(tmp_path: Path) -> None:
+    small = ds.update_theta_sketch(12)
+    for i in range(50):
+        small.update(i)
+    payload = small.compact().serialize()
+    huge = tmp_path / "huge.puffin"
+    _datasketches_file(
+        huge,
+        [
+            (payload, {"ndv": "9" * 5000}, [1]),  # int() alone refuses over 4,300 digits
+            (payload, {"ndv": str(1 << 63)}, [2]),  # one past Long.MAX_VALUE
+            (payload, {"ndv": str((1 << 63) - 1)}, [3]),  # a long, but not the estimate
+        ],
+    )
+    proc = cli("verify", huge)
+    assert proc.returncode == 1 and err(proc) == ""
+    lines = out(proc).splitlines()
+    assert len(lines) == 3
+    for index, line in enumerate(lines[:2]):
+        assert line.startswith(f"{huge}, blob {index}, offset ") and "field ndv" in line
+        assert "is not a non-negative decimal integer within a Java long" in line
+    assert len(lines[0]) < 400  # the 5000 digits are cut short
+    assert "does not match the sketch's estimate" in lines[2]
+    report = json_of(cli("verify", "--json", huge))
+    check_shape(report, documented_shape("verify"))
+    assert [p["blob_index"] for p in report["files"][0]["problems"]] == [0, 1, 2]
+    proc = cli("inspect", "--json", huge)
+    assert proc.returncode == 1 and "Traceback" not in err(proc)
+    blobs = json_of(proc)["blobs"]
+    assert [b["error"] and b["error"]["type"] for b in blobs] == [
+        "ThetaSketchError",
+        "ThetaSketchError",
+        None,
+    ]
+    assert blobs[2]["theta"]["ndv_matches_estimate"] is False
+
+
+def test_ndv_lg_k_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), data)
+    for value in ("4", "27", "x"):
+        proc = cli("ndv", data, "--lg-k", value)
+        assert proc.returncode == 2, (value, err(proc))
+        assert "Traceback" not in err(proc) and out(proc) == ""
+        errors = [line for line in err(proc).splitlines() if "error" in line]
+        assert len(errors) == 1 and "--lg-k" in errors[0], err(proc)
 
 
 def test_ndv_usage_and_input_errors(tmp_path: Path) -> None:
@@ -395,7 +443,8 @@ def test_ndv_usage_and_input_errors(tmp_path: Path) -> None:
     cases = [
         ((data, "--columns", "nope"), 2, "no column 'nope' in the Parquet schema (columns: a, l)"),
         ((data, "--columns", "l"), 2, "column 'l' of Arrow type list<element: int64> cannot be"),
-        ((data, "--lg-k", "30"), 2, "--lg-k must be between"),
+        ((data, "--lg-k", "30"), 2, "argument --lg-k: "),
+        ((data, "--snapshot-id", str(1 << 63)), 2, "argument --snapshot-id: expected a 64-bit"),
         ((data, other), 1, f"{other}: column 'a' is string with field id 1, but long"),
         ((not_parquet,), 1, f"puffin ndv: error: {not_parquet}: "),
         ((tmp_path / "missing.parquet",), 1, "No such file or directory"),
@@ -409,17 +458,21 @@ def test_ndv_usage_and_input_errors(tmp_path: Path) -> None:
 
 def test_progress_line() -> None:
     stream = io.StringIO()
-    progress = Progress(1000, True, delay=0.0, stream=stream)
-    progress.update(250, 0, 2)
-    progress.close()
+    with Progress(1000, label="ndv: ", stream=stream, enabled=True, width=4, transient=True) as p:
+        p.update(250, note="file 1/2")
     text = stream.getvalue()
-    assert text.startswith("\rndv: 250 of 1,000 rows (25%), file 1 of 2, ")
-    assert text.endswith("\r\x1b[K")
-    quiet = io.StringIO()
-    progress = Progress(1000, False, delay=0.0, stream=quiet)
-    progress.update(250, 0, 2)
-    progress.close()
-    assert quiet.getvalue() == ""
+    assert text.startswith("\rndv: [#...]  25%  250/1.0k rows  ")
+    assert "file 1/2" in text and text.endswith("\r\x1b[K")
+    kept = io.StringIO()
+    with Progress(1000, stream=kept, enabled=True, width=4) as p:
+        p.update(1000)
+    assert "[####] 100%  1.0k/1.0k rows  " in kept.getvalue()  # the final state stays
+    assert kept.getvalue().endswith(" rows/s\x1b[K\n")
+    for enabled, delay in ((False, 0.0), (True, 60.0)):
+        quiet = io.StringIO()
+        with Progress(1000, stream=quiet, enabled=enabled, delay=delay, transient=True) as p:
+            p.update(250, note="file 1/2")
+        assert quiet.getvalue() == "", (enabled, delay)
 
 
 @pytest.mark.slow

@@ -1,10 +1,12 @@
-"""Atomic writes: a killed writer never leaves a partial file at the target path.
+"""Atomic writes: a killed writer never leaves a partial file at the target path, nor any other.
 
 A writer runs in a separate interpreter and is killed with SIGKILL at random points of its
 write (more than 100 times).  After each kill the target must be absent (if it was) or hold
-complete contents: its previous file, or the new one if the kill came after the rename;
-never anything in between.  SIGKILL cannot be cleaned up after, so the temporary file of a
-killed write may remain; clean exits and exceptions must leave none.
+complete contents: its previous file, or the new one if the kill came after it was
+published; never anything in between.  On Linux the temporary file is unnamed
+(``O_TMPFILE``), so a killed writer leaves nothing; with the named-temporary fallback
+(other systems) the killed write's hidden temporary file may remain.  Clean exits and
+exceptions leave nothing either way.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 import puffin
+import puffin.writer
 from _hostile import generation_payloads, write_generation
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -31,11 +34,16 @@ MIN_KILLS = 110  # writers actually killed (the issue asks for at least 100)
 MAX_TRIALS = 300
 TESTS_DIR = Path(__file__).resolve().parent
 
+UNNAMED = puffin.writer._USE_O_TMPFILE and sys.platform.startswith("linux")
+
 # The child imports everything first, says "ready", waits for "go", then writes.
 _CHILD = f"""
-import sys
+import os, sys
 sys.path.insert(0, {str(TESTS_DIR)!r})
+import puffin.writer
 from _hostile import write_generation
+if os.environ.get("PUFFIN_TEST_NAMED_TEMPORARY"):
+    puffin.writer._USE_O_TMPFILE = False
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
 sys.stdin.readline()
@@ -60,13 +68,15 @@ def _check_complete(data: bytes, generation: str) -> None:
 class _Writer:
     """A child interpreter that writes one generation of the file when told to."""
 
-    def __init__(self, target: Path, generation: str) -> None:
+    def __init__(self, target: Path, generation: str, *, named: bool = False) -> None:
         self.generation = generation
+        env = dict(os.environ, PUFFIN_TEST_NAMED_TEMPORARY="1" if named else "")
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(target), generation],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env=env,
         )
 
     def wait_ready(self) -> None:
@@ -92,18 +102,35 @@ class _Writer:
         return code
 
 
-def _wait_for_progress(writer: _Writer, directory: Path, target: Path, size: int) -> None:
+def _written(writer: _Writer, directory: Path) -> int | None:
+    """Bytes in the writer's temporary file (named or not), None if it has none open."""
+    try:
+        fds = os.listdir(f"/proc/{writer.proc.pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        link = f"/proc/{writer.proc.pid}/fd/{fd}"
+        try:
+            if os.readlink(link).startswith(str(directory) + os.sep):
+                return os.stat(link).st_size
+        except OSError:  # closed meanwhile
+            continue
+    return None
+
+
+def _wait_for_progress(writer: _Writer, directory: Path, size: int) -> None:
     """Start the write and return once its temporary file holds ``size`` bytes."""
     writer.go()
     deadline = time.monotonic() + 30
+    seen = False
     while writer.proc.poll() is None and time.monotonic() < deadline:
-        for entry in os.scandir(directory):
-            if entry.name.endswith(".tmp"):
-                try:
-                    if entry.stat().st_size >= size:
-                        return
-                except FileNotFoundError:  # renamed meanwhile
-                    return
+        written = _written(writer, directory)
+        if written is not None:
+            seen = True
+            if written >= size:
+                return
+        elif seen:  # published and closed meanwhile
+            return
         time.sleep(0)
 
 
@@ -111,31 +138,32 @@ def _leftovers(directory: Path, target: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p != target)
 
 
-def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path: Path) -> None:
-    target = tmp_path / "stats.puffin"
+def _sigkill_writers(directory: Path, min_kills: int, *, named: bool) -> Counter[str]:
+    """Kill writers at random points until ``min_kills`` died; check the target each time."""
+    target = directory / "stats.puffin"
     previous, new = "generation-A", "generation-B"
     expected = {previous: _expected(previous), new: _expected(new)}
 
     # Time a whole write, so kill points can be spread over all of it.
     durations = []
     for _ in range(3):
-        w = _Writer(target, new)
+        w = _Writer(target, new, named=named)
         w.wait_ready()
         start = time.perf_counter()
         w.go()
         w.finish()
         durations.append(time.perf_counter() - start)
         assert target.read_bytes() == expected[new]
-        assert _leftovers(tmp_path, target) == []  # a clean exit leaves no temporary file
+        assert _leftovers(directory, target) == []  # a clean exit leaves no temporary file
     full = sorted(durations)[1]
 
     # Fixed in CI; PUFFIN_CRASH_SEED varies the kill points across repeated runs.
     rng = random.Random(int(os.environ.get("PUFFIN_CRASH_SEED", "20240611")))
     outcomes: Counter[str] = Counter()
-    spare = writer = _Writer(target, new)
+    spare = writer = _Writer(target, new, named=named)
     killed = trial = 0
     try:
-        while killed < MIN_KILLS:
+        while killed < min_kills:
             trial += 1
             assert trial <= MAX_TRIALS, outcomes
             had_previous = trial % 3 != 0
@@ -143,7 +171,7 @@ def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path: Path) ->
                 target.write_bytes(expected[previous])
             elif target.exists():
                 target.unlink()
-            writer, spare = spare, _Writer(target, new)  # the next child starts meanwhile
+            writer, spare = spare, _Writer(target, new, named=named)  # next child starts meanwhile
             writer.wait_ready()
             if trial % 2:
                 # Kill after a random time: anywhere from before the first byte to after the end.
@@ -152,11 +180,12 @@ def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path: Path) ->
                 time.sleep(delay)
             else:
                 # Kill once the temporary file holds a random number of bytes (up to all of
-                # them: then the kill lands in the final flush, fsync or rename).
-                _wait_for_progress(writer, tmp_path, target, rng.randint(0, len(expected[new])))
+                # them: then the kill lands in the final flush, fsync or publication).
+                _wait_for_progress(writer, directory, rng.randint(0, len(expected[new])))
+            mid_write = bool(_written(writer, directory))
             code = writer.kill()
 
-            leftovers = _leftovers(tmp_path, target)
+            leftovers = _leftovers(directory, target)
             if target.exists():
                 data = target.read_bytes()
                 if data == expected[new]:
@@ -172,9 +201,12 @@ def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path: Path) ->
                 outcome = "target still absent"
             if code == -signal.SIGKILL:
                 killed += 1
+                outcomes["killed mid-write"] += mid_write
             else:
                 outcome += " (writer finished first)"
-            # Only the killed write's own temporary file may remain, hidden beside the target.
+            if not named:
+                assert leftovers == [], f"trial {trial}: the killed writer left {leftovers}"
+            # With named temporaries, only the killed write's own file may remain, hidden.
             assert len(leftovers) <= 1, leftovers
             for path in leftovers:
                 assert path.name.startswith(f".{target.name}.") and path.name.endswith(".tmp")
@@ -187,9 +219,23 @@ def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path: Path) ->
 
     print(json.dumps({"trials": trial, "killed": killed, "write_seconds": round(full, 4),
                       **outcomes}))
-    assert sum(n for k, n in outcomes.items() if k != "temporary file left by the kill") == trial
+    counted = ("temporary file left by the kill", "killed mid-write")
+    assert sum(n for k, n in outcomes.items() if k not in counted) == trial
+    return outcomes
+
+
+@pytest.mark.skipif(not UNNAMED, reason="needs O_TMPFILE (Linux)")
+def test_sigkill_at_random_points_leaves_nothing(tmp_path: Path) -> None:
+    outcomes = _sigkill_writers(tmp_path, MIN_KILLS, named=False)
     # The kills really landed inside writes, not only before or after them.
-    assert outcomes["temporary file left by the kill"] >= 30, outcomes
+    assert outcomes["killed mid-write"] >= 30, outcomes
+
+
+def test_sigkill_with_named_temporaries_never_leaves_a_partial_file(tmp_path: Path) -> None:
+    # The fallback of systems without O_TMPFILE: fewer kills, the same guarantees for the
+    # target, and at most the killed write's own hidden temporary file left.
+    outcomes = _sigkill_writers(tmp_path, 30 if UNNAMED else MIN_KILLS, named=True)
+    assert outcomes["temporary file left by the kill"] >= 5, outcomes
 
 
 # --- clean exits and exceptions leave no temporary files -------------------------------------
@@ -242,7 +288,8 @@ def test_writer_dropped_unclosed(tmp_path: Path) -> None:
     target = tmp_path / "a.puffin"
     w = puffin.create(target)
     w.add_blob(b"x" * 1000, type="t", fields=[1])
-    assert len(list(tmp_path.iterdir())) == 1  # the temporary file exists meanwhile
+    # The temporary file exists meanwhile, unnamed where O_TMPFILE works.
+    assert len(list(tmp_path.iterdir())) == (0 if UNNAMED else 1)
     del w
     _only_target(tmp_path, target)
     assert not target.exists()

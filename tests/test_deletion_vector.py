@@ -119,7 +119,8 @@ def test_crc_flip_reports_both_values_and_location() -> None:
         DeletionVector.deserialize(bytes(payload), location="dv-of-a.parquet")
     message = str(info.value)
     assert "CRC" in message and "0x712fa6e9" in message and "0x712fa6e8" in message
-    assert "dv-of-a.parquet" in message and info.value.offset == len(payload) - 4
+    assert "dv-of-a.parquet" in message and f"at byte {len(payload) - 4} of the payload" in message
+    assert info.value.offset is None  # a payload position is not a file offset
 
 
 @pytest.mark.parametrize("name", sorted(POSITION_INDEXES))
@@ -249,7 +250,8 @@ def test_framing_errors() -> None:
     expect_error(struct.pack(">I", 0xFFFFFFFF) + good[4:], "length prefix")
     bad_magic = bytearray(good)
     bad_magic[5] ^= 0xFF
-    assert expect_error(bytes(bad_magic), "magic").offset == 4
+    error = expect_error(bytes(bad_magic), "magic")
+    assert "at byte 4 of the payload" in str(error) and error.offset is None
 
 
 def test_key_order_and_range_errors() -> None:
@@ -544,7 +546,8 @@ def test_read_by_range_from_a_non_puffin_file_and_error_offsets() -> None:
         puffin.read_deletion_vector(
             bytes(corrupt), 17, len(payload), referenced_data_file="f.parquet"
         )
-    assert info.value.offset == 17 + len(payload) - 4  # a file offset
+    assert info.value.offset == 17  # the payload's file offset
+    assert f"at byte {len(payload) - 4} of the payload" in str(info.value)  # the CRC
     assert "f.parquet" in str(info.value)
     with pytest.raises(PuffinError):
         puffin.read_deletion_vector(blob, 17, len(blob))  # past the end
@@ -609,8 +612,9 @@ def test_two_dvs_for_one_data_file_are_refused() -> None:
                 fields=[],
                 properties={"referenced-data-file": "f.parquet", "cardinality": "1"},
             )
-    with pytest.raises(DeletionVectorError, match="two deletion vectors"):
+    with pytest.raises(DeletionVectorError, match=r"second deletion vector .*'f\.parquet'") as info:
         puffin.read_deletion_vectors(out.getvalue())
+    assert (info.value.blob_index, info.value.field) == (1, "referenced-data-file")
 
 
 def test_write_arguments() -> None:

@@ -6,10 +6,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
+from puffin._integration.locations import local_path
 from puffin.cli import main
 from puffin.iceberg import (
     CatalogNotFoundError,
@@ -17,7 +19,6 @@ from puffin.iceberg import (
     load_catalog,
     load_table,
 )
-from puffin.iceberg._scan import local_path
 
 
 @pytest.fixture
@@ -44,6 +45,24 @@ def test_default_catalog_is_embedded_sqlite(home: Path, monkeypatch: pytest.Monk
         load_catalog("prod")
     with pytest.raises(TableNotFoundError, match=r"'db\.nope' not found"):
         load_table(catalog, "db.nope")
+
+
+def test_errors_are_the_puffin_errors_tree() -> None:
+    import puffin.errors as errors
+    import puffin.iceberg as iceberg
+
+    for name in (
+        "CatalogNotFoundError",
+        "TableNotFoundError",
+        "SnapshotNotFoundError",
+        "StatisticsNotFoundError",
+        "ColumnNotFoundError",
+        "UnsupportedTableError",
+    ):
+        assert getattr(iceberg, name) is getattr(errors, name), name
+    assert issubclass(iceberg.TableNotFoundError, errors.NotFoundError)
+    assert issubclass(iceberg.ColumnNotFoundError, errors.UsageError)
+    assert not hasattr(iceberg, "register")  # the CLI plugin is puffin.iceberg.cli:register_cli
 
 
 def test_catalog_from_pyiceberg_configuration(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +131,8 @@ def test_table_command_errors(home: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "no catalog named 'prod'" in capsys.readouterr().err
     assert main(["table", "sample", "db.t", "--rows", "100", "--files", "1"]) == 0
     capsys.readouterr()
-    assert main(["table", "stats", "compute", "db.t", "--columns", "nope"]) == 1
+    # An unknown column is the caller's mistake (a UsageError): exit status 2.
+    assert main(["table", "stats", "compute", "db.t", "--columns", "nope"]) == 2
     assert "no column 'nope'" in capsys.readouterr().err
     assert main(["table", "stats", "compute", "db.t", "--snapshot-id", "5"]) == 1
     assert "no snapshot 5" in capsys.readouterr().err
@@ -136,3 +156,75 @@ def test_entry_point_lists_table_commands(home: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "compute" in result.stdout and "show" in result.stdout
+
+
+def _puffin(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m puffin table ARGS --warehouse HOME/wh`` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "puffin", "table", *args, "--warehouse", str(home / "wh")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=home,
+    )
+
+
+def _json(result: subprocess.CompletedProcess[str], shape: str) -> dict[str, Any]:
+    """The command's ``--json`` output, checked against its shape block in docs/cli.md."""
+    from test_cli import check_shape, documented_shape
+
+    assert result.returncode == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    check_shape(doc, documented_shape(shape))
+    return doc
+
+
+def _live_ids(home: Path) -> list[int]:
+    from puffin.iceberg import local_catalog
+
+    table = local_catalog(home / "wh").load_table("db.t")
+    return sorted(table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist())
+
+
+def test_upgrade_delete_and_dv_commands(home: Path) -> None:
+    result = _puffin(home, "sample", "db.t", "--rows", "3000", "--files", "3")
+    assert result.returncode == 0, result.stderr
+    ids = _live_ids(home)
+
+    refused = _puffin(home, "delete", "db.t", "--where", "id < 10")
+    assert refused.returncode == 1 and "puffin table upgrade" in refused.stderr
+
+    doc = _json(_puffin(home, "upgrade", "db.t", "--json"), "table-upgrade")
+    assert (doc["previous_format_version"], doc["format_version"]) == (2, 3)
+    again = _puffin(home, "upgrade", "db.t")
+    assert again.returncode == 0 and "already format version 3" in again.stdout
+
+    doc = _json(_puffin(home, "delete", "db.t", "--where", "id < 10", "--json"), "table-delete")
+    deleted = {i for i in ids if i < 10}
+    assert doc["deleted_rows"] == len(deleted) > 0 and doc["snapshot_id"] is not None
+    assert sum(v["cardinality"] for v in doc["vectors"]) == len(deleted)
+    # Overlaps the first delete: merged into the live vectors, counted once.
+    second = _puffin(home, "delete", "db.t", "--where", "id < 20")
+    assert second.returncode == 0, second.stderr
+    deleted |= {i for i in ids if i < 20}
+    assert f"deleted {len(deleted) - doc['deleted_rows']} row(s)" in second.stdout
+    nothing = _puffin(home, "delete", "db.t", "--where", "id < 20")
+    assert nothing.returncode == 0 and "nothing committed" in nothing.stdout
+    none = _json(_puffin(home, "delete", "db.t", "--where", "id < 5", "--json"), "table-delete")
+    assert none["deleted_rows"] == 0 and none["snapshot_id"] is None and none["vectors"] == []
+    assert _live_ids(home) == sorted(set(ids) - deleted)
+
+    doc = _json(_puffin(home, "dv", "db.t", "--json"), "table-dv")
+    assert doc["rows"] == len(ids) and doc["deleted_rows"] == len(deleted)
+    files = [v["referenced_data_file"] for v in doc["vectors"]]
+    assert len(files) == len(set(files))  # one live vector per data file
+    assert all(v["cardinality"] <= v["data_file_rows"] for v in doc["vectors"])
+    text = _puffin(home, "dv", "db.t")
+    assert f"{len(deleted)} of {len(ids)} row(s) deleted" in text.stdout
+    assert _puffin(home, "verify", "db.t").stdout.rstrip().endswith("OK")
+
+    bad = _puffin(home, "delete", "db.t", "--where", "nope = 1")
+    assert bad.returncode == 2 and "nope" in bad.stderr
+    missing = _puffin(home, "delete", "db.t")
+    assert missing.returncode == 2 and "--where" in missing.stderr

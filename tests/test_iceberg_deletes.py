@@ -22,6 +22,7 @@ from pyiceberg.table.puffin import PuffinFile
 
 import puffin
 from iceberg_fixtures import commit_deletion_vectors_v3, make_catalog
+from puffin._integration.locations import local_path
 from puffin.blobs.deletion_vector import DeletionVector
 from puffin.iceberg import (
     DeletionVectorRef,
@@ -33,7 +34,6 @@ from puffin.iceberg import (
     verify_table,
     write_table_deletion_vectors,
 )
-from puffin.iceberg._scan import local_path
 
 ROWS = 60_000
 FILES = 3
@@ -100,9 +100,7 @@ def test_write_validates_targets(base: Table) -> None:
     # DataFile keys work as well as paths; validate=False skips the table lookup.
     entries = write_table_deletion_vectors(base, {files[0]: [1, 2]})
     assert entries[0].referenced_data_file == files[0].file_path
-    entries = write_table_deletion_vectors(
-        base, {"s3://other/file.parquet": [5]}, validate=False
-    )
+    entries = write_table_deletion_vectors(base, {"s3://other/file.parquet": [5]}, validate=False)
     assert entries[0].record_count == 1
 
 
@@ -166,9 +164,7 @@ def test_verify_catches_wrong_record_count(catalog: Catalog, base: Table) -> Non
     def shrink(records: list[Any]) -> None:
         records[2][_CONTENT_SIZE] = records[2][_CONTENT_SIZE] - 1  # a range one byte short
 
-    commit_deletion_vectors_v3(
-        catalog, base, positions, new_identifier="db.v3bad", tamper=tamper
-    )
+    commit_deletion_vectors_v3(catalog, base, positions, new_identifier="db.v3bad", tamper=tamper)
     report = verify_table(catalog.load_table("db.v3bad"))
     assert not report.ok
     messages = " | ".join(p.message for p in report.problems)
@@ -189,9 +185,7 @@ def test_verify_catches_wrong_record_count(catalog: Catalog, base: Table) -> Non
 
 def test_verify_catches_corrupt_vector(catalog: Catalog, base: Table) -> None:
     positions = _positions(base)
-    _, entries = commit_deletion_vectors_v3(
-        catalog, base, positions, new_identifier="db.v3crc"
-    )
+    _, entries = commit_deletion_vectors_v3(catalog, base, positions, new_identifier="db.v3crc")
     path = local_path(entries[2].path or "")
     assert path is not None
     data = bytearray(Path(path).read_bytes())

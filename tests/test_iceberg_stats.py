@@ -42,7 +42,10 @@ from iceberg_fixtures import (
     commit_position_deletes_v2,
     make_catalog,
 )
+from puffin._integration.locations import local_path
+from puffin._integration.progress import Progress
 from puffin.blobs.theta import ThetaSketch, read_theta_blobs
+from puffin.errors import UsageError
 from puffin.iceberg import (
     ColumnNotFoundError,
     SkippedColumnWarning,
@@ -53,8 +56,7 @@ from puffin.iceberg import (
     read_table_statistics,
     verify_table,
 )
-from puffin.iceberg._progress import Progress
-from puffin.iceberg._scan import local_path, to_iceberg_arrow
+from puffin.iceberg._arrow import to_iceberg_arrow
 
 ROWS = 40_000
 FILES = 4
@@ -138,8 +140,10 @@ def test_compute_commit_reload(catalog: Catalog, sample: Table) -> None:
     theirs = PuffinFile(data)  # pyiceberg's own footer parser
     assert "iceberg-puffin" in theirs.footer.properties["created-by"]
     assert puffin.__version__ in theirs.footer.properties["created-by"]
-    assert [(b.type, b.fields, b.snapshot_id, b.sequence_number, b.properties)
-            for b in theirs.footer.blobs] == [
+    assert [
+        (b.type, b.fields, b.snapshot_id, b.sequence_number, b.properties)
+        for b in theirs.footer.blobs
+    ] == [
         (b.type, b.fields, b.snapshot_id, b.sequence_number, b.properties)
         for b in stats.blob_metadata
     ]
@@ -211,9 +215,14 @@ def test_deletion_vectors_are_applied(catalog: Catalog, sample: Table) -> None:
     by_field = {b.fields[0]: _ndv(b) for b in stats.blob_metadata}
     assert by_field[5] == 1000
     _check_column_ndvs_uncommitted(table, stats)
-    # pyiceberg 0.12 cannot write v3 metadata, so committing fails there (documented).
-    with pytest.raises(NotImplementedError):
-        compute_table_statistics(table, columns=["day"])
+    # pyiceberg 0.12 cannot write v3 metadata; the commit goes through puffin.iceberg._v3.
+    committed = compute_table_statistics(table, columns=["day"])
+    table = catalog.load_table("db.v3")
+    assert table.metadata.format_version == 3
+    assert [s for s in table.metadata.statistics if s.snapshot_id == committed.snapshot_id] == [
+        committed
+    ]
+    assert {b.fields[0]: _ndv(b) for b in committed.blob_metadata} == {5: 1000}
 
 
 def _check_column_ndvs_uncommitted(table: Table, stats: Any) -> None:
@@ -352,7 +361,7 @@ def test_nested_unsupported_and_errors(catalog: Catalog) -> None:
     assert by_field[ids.find_field("point.x").field_id] == 37
     with pytest.raises(ColumnNotFoundError, match="no column 'nope'"):
         compute_table_statistics(table, columns=["nope"])
-    with pytest.raises(ValueError, match="not a primitive type"):
+    with pytest.raises(UsageError, match="not a primitive type"):
         compute_table_statistics(table, columns=["tags"])
     with pytest.raises(SnapshotNotFoundError, match="no snapshot 123"):
         compute_table_statistics(table, snapshot_id=123)
@@ -427,7 +436,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
 def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     """Dictionary-encoded strings are sketched from their used dictionary values, columns
     that fell back to plain pages are read plainly; both give the sketch of every value."""
-    from puffin.iceberg._scan import _dictionary_columns
+    from puffin.iceberg._arrow import dictionary_columns
 
     n = 300_000
     rng = np.random.default_rng(11)
@@ -438,8 +447,9 @@ def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
             "high": pc.binary_join_element_wise(
                 "row-", pc.cast(pa.array(np.arange(n)), pa.string()), ""
             ),
-            "raw": pc.cast(pc.binary_join_element_wise("b", pc.cast(keys, pa.string()), ""),
-                           pa.binary()),
+            "raw": pc.cast(
+                pc.binary_join_element_wise("b", pc.cast(keys, pa.string()), ""), pa.binary()
+            ),
         }
     )
     table = catalog.create_table("db.strings", schema=data.schema)
@@ -449,7 +459,7 @@ def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     path = local_path(task.file.file_path)
     assert path is not None
     metadata = pq.ParquetFile(path).metadata
-    chosen = _dictionary_columns(metadata, ["high", "low", "raw"], {"high", "low", "raw"})
+    chosen = dictionary_columns(metadata, ["high", "low", "raw"], {"high", "low", "raw"})
     assert chosen == ["low", "raw"]
     stats = compute_table_statistics(table)
     by_field = {b.fields[0]: _ndv(b) for b in stats.blob_metadata}

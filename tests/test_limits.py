@@ -279,35 +279,37 @@ def test_bomb_that_understates_its_size_stops_early(
     assert result["traced_peak"] < 8 * MiB, result
 
 
+# The largest cap a caller may set without thinking: Java's array limit.
+JAVA_CAPS = {"max_decompressed_size": 0x7FFFFFFF, "max_footer_size": 0x7FFFFFFF}
+
+
 def test_zstd_claim_under_the_cap_decodes_incrementally(tmp_path: Path) -> None:
-    # 1 GiB claimed (under the 2 GiB default cap) by a frame holding 1 KiB.
+    # 1 GiB claimed (under a 2 GiB cap) by a frame holding 1 KiB.
     frame = zstd_set_content_size(_zstd(b"y" * 1024), GiB)
-    result = _measure(tmp_path, _blob_file(frame, "zstd"))
+    result = _measure(tmp_path, _blob_file(frame, "zstd"), limits=JAVA_CAPS)
     _assert_rejected(result, puffin.CodecError)
 
 
 # Regression tests: lz4's decompress(max_length=n) allocates n bytes up front, so the codec
 # must not pass it the declared size.  A 33-byte frame claiming 2 GiB - 1 (under the default
-# cap) used to allocate 2 GiB, and raise MemoryError under an address-space limit, until
-# codecs.py began to decompress large frames in chunks.
+# cap, then 2 GiB - 1) used to allocate 2 GiB, and raise MemoryError under an address-space
+# limit, until codecs.py began to decompress large frames in chunks.
 @pytest.mark.parametrize("where", ["blob", "footer"])
 def test_lz4_claim_under_the_cap_does_not_allocate_it(tmp_path: Path, where: str) -> None:
     if where == "blob":
         frame = lz4_set_content_size(_lz4(b"z" * 16), 0x7FFFFFFF)
         data = _blob_file(frame, "lz4")
-        limits: dict[str, int] = {}
     else:
         frame = lz4_set_content_size(_lz4(b'{"blobs":[]}'), GiB)
         data = puffin_file(frame, flags=1)
-        limits = {"max_footer_size": 2 * GiB}
-    result = _measure(tmp_path, data, limits=limits)
+    result = _measure(tmp_path, data, limits=JAVA_CAPS)
     _assert_rejected(result, puffin.CodecError)
 
 
 def test_lz4_claim_under_address_space_limit_raises_puffin_error(tmp_path: Path) -> None:
     # With 1 GiB of address space, an up-front allocation would be a MemoryError.
     frame = lz4_set_content_size(_lz4(b"z" * 16), 0x7FFFFFFF)
-    result = _measure(tmp_path, _blob_file(frame, "lz4"), rlimit_as=GiB)
+    result = _measure(tmp_path, _blob_file(frame, "lz4"), limits=JAVA_CAPS, rlimit_as=GiB)
     assert result["outcome"].startswith("CodecError:"), result
 
 
@@ -379,10 +381,12 @@ def test_max_decompressed_size(codec: str, size: int) -> None:
 
 def test_default_limits_are_documented_values() -> None:
     limits = puffin.Limits()
-    assert limits.max_footer_size == 64 * MiB
+    assert limits.max_footer_size == 16 * MiB
     assert limits.max_blob_size == 2**31 - 1
-    assert limits.max_decompressed_size == 2**31 - 1
+    assert limits.max_decompressed_size == 64 * MiB
     assert limits.tail_read_size == 64 * 1024
+    assert limits.max_json_depth == 64
+    assert limits.max_json_values == 1_000_000
 
 
 class _CountingFile(io.BytesIO):
@@ -415,6 +419,8 @@ def test_tail_read_size() -> None:
         {"max_blob_size": True},
         {"max_decompressed_size": 1.5},
         {"tail_read_size": 8},
+        {"max_json_depth": -1},
+        {"max_json_values": None},
     ],
 )
 def test_limits_reject_nonsense(kwargs: dict[str, Any]) -> None:
@@ -429,3 +435,4 @@ def test_zero_caps_refuse_everything_nonempty() -> None:
     empty = puffin_file(b"")  # an empty footer payload is not JSON, but it is within the cap
     with pytest.raises(puffin.InvalidFooterError):
         puffin.open(empty, limits=zero)
+

@@ -34,10 +34,27 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_errors_share_one_base() -> None:
+    """Every error class lives in puffin.errors under one of the two documented bases."""
+    import puffin.errors
+
+    for name in puffin.errors.__all__:
+        obj = getattr(puffin.errors, name)
+        assert issubclass(obj, (puffin.PuffinError, puffin.IntegrationError)), name
+        if issubclass(obj, puffin.PuffinError):
+            assert issubclass(obj, ValueError), name
     for name in puffin.__all__:
         obj = getattr(puffin, name)
         if isinstance(obj, type) and name.endswith("Error"):
-            assert issubclass(obj, puffin.PuffinError) and issubclass(obj, ValueError), name
+            assert obj is getattr(puffin.errors, name), name
+
+
+def test_with_context_fills_only_what_is_missing() -> None:
+    exc = puffin.ThetaSketchError("bad seed hash", field="seed")
+    assert exc.with_context(blob_index=3, offset=10, field="other") is exc
+    assert (exc.blob_index, exc.offset, exc.field) == (3, 10, "seed")
+    assert str(exc) == "bad seed hash (blob 3, field 'seed', offset 10)"
+    exc.with_context(offset=99, prefix="footer")
+    assert exc.offset == 10 and str(exc).startswith("footer: bad seed hash (")
 
 
 def test_py_typed_ships() -> None:

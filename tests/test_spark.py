@@ -32,6 +32,8 @@ import puffin
 from iceberg_fixtures import commit_deletion_vectors_v3, commit_position_deletes_v2, make_catalog
 from puffin import spark as ps
 from puffin.blobs.theta import ThetaSketch
+from puffin.errors import JavaNotFoundError, SetupError, UsageError
+from puffin.spark._java import _java_major
 
 pytestmark = [
     pytest.mark.spark,
@@ -56,7 +58,41 @@ pytestmark = [
     ],
 )
 def test_java_version_parsing(text: str, major: int | None) -> None:
-    assert ps._java_major(text) == major
+    assert _java_major(text) == major
+
+
+def test_package_import_is_light_and_keeps_its_names() -> None:
+    code = (
+        "import sys, puffin.spark as ps; "
+        "print(' '.join(m for m in ('argparse', 'pyspark', 'pyarrow', 'puffin.cli') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    assert ps.SparkSetupError is SetupError and ps.JavaNotFoundError is JavaNotFoundError
+    assert issubclass(ps.JavaNotFoundError, ps.SparkSetupError)
+    for name in ps.__all__:
+        assert getattr(ps, name) is not None, name
+
+
+def test_register_cli_adds_the_spark_commands() -> None:
+    import argparse
+
+    from puffin.spark.cli import register_cli
+
+    parser = argparse.ArgumentParser()
+    register_cli(parser.add_subparsers())
+    args = parser.parse_args(["spark", "stats", "db.t", "--engine", "arrow", "--no-commit"])
+    assert (args.table, args.engine, args.no_commit, args.master) == (
+        "db.t",
+        "arrow",
+        True,
+        "local[*]",
+    )
+    args = parser.parse_args(["spark", "dv", "db.t", "--where", "x = 1", "--json"])
+    assert (args.where, args.json, args.no_merge) == ("x = 1", True, False)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["spark", "stats", "db.t", "--engine", "gpu"])
 
 
 def _fake_java(folder: Path, version: str) -> Path:
@@ -73,14 +109,14 @@ def test_java_missing_or_old_gives_one_line(
 ) -> None:
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    with pytest.raises(ps.JavaNotFoundError) as missing:
+    with pytest.raises(JavaNotFoundError) as missing:
         ps.check_java()
     message = str(missing.value)
     assert "\n" not in message
     assert "not found" in message and "apt-get install openjdk-17-jre-headless" in message
 
     monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, "1.8.0_292")))
-    with pytest.raises(ps.JavaNotFoundError, match=r"is Java 8: install Java 17"):
+    with pytest.raises(JavaNotFoundError, match=r"is Java 8: install Java 17"):
         ps.check_java()
     monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, "17.0.2")))
     assert ps.check_java() == 17
@@ -97,7 +133,7 @@ def test_cli_without_java_says_so_in_one_line(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # a setup error (puffin.errors.SetupError)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
     assert "Java" in lines[0] and "openjdk-17-jre-headless" in lines[0]
@@ -253,7 +289,7 @@ def test_jvm_engine_covers_what_it_claims(spark: Any, datasets: Any) -> None:
         got["s"].serialize() == ThetaSketch.from_values(natural.column("s"), "string").serialize()
     )
     for name in ("f", "dec38", "us"):
-        with pytest.raises(ValueError, match="cannot be sketched in the JVM"):
+        with pytest.raises(UsageError, match="cannot be sketched in the JVM"):
             ps.compute_ndv_sketches(
                 df,
                 [name],
@@ -274,11 +310,11 @@ def test_empty_and_all_null_columns(spark: Any) -> None:
 
 def test_bad_arguments(spark: Any) -> None:
     df = spark.createDataFrame([(1, 2.5)], "a long, x double")
-    with pytest.raises(ValueError, match="engine"):
+    with pytest.raises(UsageError, match="engine"):
         ps.compute_ndv_sketches(df, ["a"], engine="gpu")
-    with pytest.raises(ValueError, match="lg_k"):
+    with pytest.raises(UsageError, match="lg_k"):
         ps.compute_ndv_sketches(df, ["a"], lg_k=40)
-    with pytest.raises(ValueError, match="not sketched"):
+    with pytest.raises(UsageError, match="not sketched"):
         ps.compute_ndv_sketches(df, ["a"], iceberg_types={"x": "double"})
     with pytest.raises(TypeError, match="no Iceberg primitive type"):
         ps.compute_ndv_sketches(spark.createDataFrame([([1],)], "a array<int>"), ["a"])
@@ -353,7 +389,7 @@ def _data_paths(table: Any) -> list[str]:
 
 
 def _local(location: str) -> str:
-    from puffin.iceberg._scan import local_path
+    from puffin._integration.locations import local_path
 
     path = local_path(location)
     assert path is not None
@@ -488,7 +524,7 @@ def test_position_deletes_become_deletion_vectors(
     assert all(e.path == str(out) for e in entries)
     with puffin.open(str(out)) as reader:
         assert len(reader.blobs) == 3
-    with pytest.raises(ValueError, match="output location"):
+    with pytest.raises(UsageError, match="output location"):
         ps.position_deletes_to_deletion_vectors(spark, delete_files)
 
 

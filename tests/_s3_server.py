@@ -1,0 +1,132 @@
+"""A real S3-compatible server on 127.0.0.1 (moto's server mode) that counts what it serves.
+
+Every client (s3fs, pyarrow's C++ S3 client, boto3) talks HTTP to it, so the count is what
+an object store would bill: requests by method and the bytes of every response body.
+Used by tests/test_s3.py and bench/bench_s3.py.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import make_server
+
+KEY, SECRET, REGION = "testing", "testing", "us-east-1"
+
+
+class _QuietHandler(MotoRequestHandler):
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    range: str | None
+    sent: int  # response body bytes
+
+
+@dataclass
+class Log:
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.requests.clear()
+
+    def snapshot(self) -> list[Request]:
+        with self.lock:
+            return list(self.requests)
+
+
+class CountingS3Server:
+    """moto's S3 on a free port of 127.0.0.1, behind a WSGI layer that logs each request."""
+
+    def __init__(self) -> None:
+        self.log = Log()
+        app = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server(
+            "127.0.0.1", 0, self._counting(app), True, request_handler=_QuietHandler
+        )
+        self.port = self._server.server_address[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _counting(self, app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterator[bytes]]:
+        log = self.log
+
+        def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+            # The whole body first: the request is logged before the client sees a byte,
+            # so a test that reads its log right after a call sees every request of it.
+            body = b"".join(app(environ, start_response))
+            with log.lock:
+                log.requests.append(
+                    Request(
+                        environ["REQUEST_METHOD"],
+                        environ.get("PATH_INFO", ""),
+                        environ.get("HTTP_RANGE"),
+                        len(body),
+                    )
+                )
+            yield body
+
+        return wsgi
+
+    def start(self) -> CountingS3Server:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    # -- clients configured for this server --------------------------------------------------
+
+    def storage_options(self) -> dict[str, Any]:
+        """s3fs options (also fsspec's ``conf["s3"]``)."""
+        return {
+            "endpoint_url": self.endpoint,
+            "key": KEY,
+            "secret": SECRET,
+            "client_kwargs": {"region_name": REGION},
+        }
+
+    def fileio_properties(self) -> dict[str, str]:
+        """pyiceberg FileIO properties for this server."""
+        return {
+            "s3.endpoint": self.endpoint,
+            "s3.access-key-id": KEY,
+            "s3.secret-access-key": SECRET,
+            "s3.region": REGION,
+        }
+
+    def env(self) -> dict[str, str]:
+        """Environment for a `puffin` process: fsspec's own configuration variables."""
+        return {
+            "FSSPEC_S3_ENDPOINT_URL": self.endpoint,
+            "FSSPEC_S3_KEY": KEY,
+            "FSSPEC_S3_SECRET": SECRET,
+            "AWS_DEFAULT_REGION": REGION,
+        }
+
+    def boto3(self) -> Any:
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=KEY,
+            aws_secret_access_key=SECRET,
+            region_name=REGION,
+        )

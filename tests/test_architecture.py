@@ -1,0 +1,203 @@
+"""The layout rules of docs/architecture.md, checked on the source tree.
+
+- Layers point one way: core -> blobs -> shared integration plumbing -> cli -> iceberg ->
+  spark/conformance -> demo.  Every import counts, including those inside functions.
+- Each standard blob-type and blob-property name is a string literal in one module only.
+- Modules stay small: about 400 lines, functions about 60.
+- ``import puffin.iceberg`` stays light (no argparse, no CLI).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src" / "puffin"
+
+# Rank of each part of the package: a module may import only from lower ranks or its own part.
+_CORE = {"errors", "layout", "limits", "_source", "_url", "metadata", "codecs", "reader", "writer"}
+_RANKS = {
+    "blobs": 1,
+    "_integration": 2,
+    "cli": 3,
+    "iceberg": 4,
+    "spark": 5,
+    "conformance": 5,
+    "demo": 6,
+}
+# The facade re-exports lazily by name; `python -m puffin` runs the CLI.
+_FACADES = {"__init__", "__main__"}
+
+
+def _part(module: str) -> str | None:
+    """The part of ``puffin.x.y`` (its first component after ``puffin``), None for facades."""
+    parts = module.split(".")
+    if parts[0] != "puffin":
+        return None
+    if len(parts) == 1:
+        return None
+    head = parts[1]
+    if head in _CORE:
+        return "core"
+    if head in _FACADES:
+        return None
+    return head
+
+
+def _rank(part: str) -> int:
+    return 0 if part == "core" else _RANKS[part]
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path
+
+
+def _imports(path: Path, module: str) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield node.lineno, target
+            for alias in node.names:  # `from puffin import spark` imports a part, too
+                yield node.lineno, f"{target}.{alias.name}"
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant):
+                yield node.lineno, str(node.args[0].value)
+
+
+def test_every_part_has_a_rank() -> None:
+    for module, _ in _modules():
+        part = _part(module)
+        assert part is None or part == "core" or part in _RANKS, (
+            f"{module}: add its part to _RANKS (and to docs/architecture.md)"
+        )
+
+
+def test_imports_point_down_the_layers() -> None:
+    wrong = []
+    for module, path in _modules():
+        part = _part(module)
+        if part is None:
+            continue
+        for line, target in _imports(path, module):
+            other = _part(target)
+            if other is None or other == part or (other not in _RANKS and other != "core"):
+                continue
+            if _rank(other) >= _rank(part):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} ({part}) imports {target} ({other})")
+    assert not wrong, "imports against the layers:\n" + "\n".join(sorted(set(wrong)))
+
+
+def _standard_names() -> set[str]:
+    from puffin.blobs import standard
+
+    return {
+        getattr(standard, name)
+        for name in standard.__all__
+        if isinstance(getattr(standard, name), str)
+    }
+
+
+def _literal_uses(path: Path, names: set[str]) -> Iterator[tuple[int, str]]:
+    """Exact string constants equal to a standard name, except keys of dict displays.
+
+    A dict display's key is an output field of our own JSON (``{"ndv": …}`` in ``--json``),
+    which happens to share a word with a property; every other use names the property.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    dict_keys = {
+        id(key)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        for key in node.keys
+        if key is not None
+    }
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value in names
+            and id(node) not in dict_keys
+        ):
+            yield node.lineno, node.value
+
+
+# The same words with another meaning: the `puffin ndv` command, and the keys of the CLI's
+# own JSON reports (docs/cli.md) read back when rendering them as text.
+_OTHER_MEANINGS = {
+    ("cli/_parser.py", "ndv"),
+    ("cli/_ndv.py", "ndv"),
+    ("cli/_inspect.py", "ndv"),
+    ("cli/_inspect.py", "cardinality"),
+}
+
+
+def test_standard_names_are_literals_in_one_module() -> None:
+    names = _standard_names()
+    assert {"apache-datasketches-theta-v1", "deletion-vector-v1", "ndv"} <= names
+    home = SRC / "blobs" / "standard.py"
+    elsewhere = [
+        f"{path.relative_to(ROOT)}:{line}: {value!r}"
+        for _, path in _modules()
+        if path != home
+        for line, value in _literal_uses(path, names)
+        if (path.relative_to(SRC).as_posix(), value) not in _OTHER_MEANINGS
+    ]
+    assert not elsewhere, "use puffin.blobs.standard instead of:\n" + "\n".join(elsewhere)
+
+
+def _long_functions(path: Path, limit: int) -> Iterator[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > limit:
+                yield f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)"
+
+
+def test_modules_and_functions_stay_small() -> None:
+    # "About" 400 and 60: a little slack for a docstring, none for a second concept.
+    big = [
+        f"{path.relative_to(ROOT)} ({n} lines)"
+        for _, path in _modules()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 440
+    ]
+    long = [f for _, path in _modules() for f in _long_functions(path, 70)]
+    assert not big and not long, "\n".join(big + long)
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("puffin", ("numpy", "pyarrow", "argparse", "puffin.cli")),
+        ("puffin.iceberg", ("argparse", "puffin.cli", "pyspark")),
+        ("puffin.blobs.standard", ("numpy", "pyarrow")),
+    ],
+)
+def test_imports_stay_light(module: str, forbidden: tuple[str, ...]) -> None:
+    code = (
+        f"import sys; import {module}; "
+        f"print(' '.join(m for m in {forbidden!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"import {module} loaded {out.stdout.strip()}"

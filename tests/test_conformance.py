@@ -1,0 +1,266 @@
+"""The conformance kit: the committed corpus, the runner, the adapters, the verdicts."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import puffin
+from puffin.blobs.standard import java_ndv
+from puffin.conformance import TIERS, build_corpus, corpus_dir, load_vectors, run_vectors
+from puffin.conformance.adapters import make_adapter
+from puffin.conformance.adapters._process import ProcessAdapter
+from puffin.conformance.adapters._puffin import PuffinAdapter
+from puffin.conformance.cli import main
+from puffin.conformance.known import KNOWN_FAILURES
+
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "testdata" / "conformance"
+SEEDS = ROOT / "testdata" / "specs"
+
+
+@pytest.fixture(scope="module")
+def vectors() -> list[dict[str, Any]]:
+    return load_vectors(COMMITTED)
+
+
+def test_committed_corpus_equals_a_fresh_generation() -> None:
+    fresh = build_corpus()
+    committed = {
+        str(p.relative_to(COMMITTED)): p.read_bytes() for p in COMMITTED.rglob("*") if p.is_file()
+    }
+    assert sorted(committed) == sorted(fresh), (
+        "run: puffin conformance generate testdata/conformance"
+    )
+    changed = [name for name, data in fresh.items() if committed[name] != data]
+    assert not changed, f"regenerate the corpus; changed: {changed[:10]}"
+
+
+def test_testdata_links_the_shipped_corpus() -> None:
+    assert COMMITTED.resolve() == corpus_dir()
+
+
+def test_corpus_size_and_tiers(vectors: list[dict[str, Any]]) -> None:
+    assert len(vectors) >= 300
+    assert {v["tier"] for v in vectors} == set(TIERS)
+    total = sum(p.stat().st_size for p in COMMITTED.rglob("*") if p.is_file())
+    assert total < 4 << 20
+    for vector in vectors:
+        assert vector["spec"]["quote"] and vector["spec"]["document"]
+        assert ("error" in vector["expected"]) != ("result" in vector["expected"])
+        if vector["tier"] == "captured":
+            assert vector["provenance"]["licence"] == "Apache-2.0"
+            assert (ROOT / vector["provenance"]["copied-from"]).is_file()
+
+
+def test_every_quote_is_in_the_spec(vectors: list[dict[str, Any]]) -> None:
+    def squash(text: str) -> str:
+        return re.sub(r"\s+", "", text)
+
+    documents = {
+        "puffin-spec": squash((SEEDS / "puffin-spec.txt").read_text(encoding="utf-8")),
+        "iceberg-table-spec": squash((SEEDS / "iceberg-table-spec.txt").read_text("utf-8")),
+    }
+    missing = {
+        v["spec"]["quote"]
+        for v in vectors
+        if squash(v["spec"]["quote"]) not in documents[v["spec"]["document"]]
+    }
+    assert not missing
+
+
+def test_puffin_passes_every_vector(vectors: list[dict[str, Any]]) -> None:
+    report = run_vectors(PuffinAdapter(), vectors, COMMITTED).to_json()
+    assert report["failures"] == []
+    assert report["passed"] == report["total"] == len(vectors)
+
+
+def test_verify_file_agrees_with_every_verdict(vectors: list[dict[str, Any]]) -> None:
+    judged = [v for v in vectors if "verdict" in v]
+    assert len(judged) > 200
+    disagreements = []
+    for vector in judged:
+        problems = puffin.verify_file(COMMITTED / vector["tier"] / vector["input"])
+        got = problems[0].category if problems else "valid"
+        if got != vector["verdict"]:
+            disagreements.append((vector["id"], vector["verdict"], got))
+    assert not disagreements
+
+
+def test_puffin_verify_command_agrees_with_every_verdict(vectors: list[dict[str, Any]]) -> None:
+    from puffin.cli import main as puffin_main
+
+    judged = [v for v in vectors if "verdict" in v]
+    paths = [str(COMMITTED / v["tier"] / v["input"]) for v in judged]
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = puffin_main(["verify", "--json", *paths])
+    files = json.loads(out.getvalue())["files"]
+    assert status == 1
+    assert [f["valid"] for f in files] == [v["verdict"] == "valid" for v in judged]
+
+
+def test_ndv_boundary_sketch_differs_between_the_formulas_and_both_are_valid() -> None:
+    sketch = puffin.ThetaSketch.deserialize((COMMITTED / "theta" / "ndv-boundary.bin").read_bytes())
+    java, floor = java_ndv(sketch.num_retained, sketch.theta64), int(sketch.estimate // 1)
+    assert (java, floor) == (12, 13)
+    for ndv, valid in (("12", True), ("13", True), ("11", False), ("14", False)):
+        problems = puffin.verify_file(COMMITTED / "theta" / f"ndv-boundary-{ndv}.puffin")
+        assert (problems == []) is valid, ndv
+
+
+def test_multi_dv_file_gives_each_data_file_its_own_positions() -> None:
+    vector = json.loads((COMMITTED / "deletion-vector" / "multi-dv.json").read_text("utf-8"))
+    expected = vector["expected"]["result"]["vectors"]
+    assert len(expected) == 4
+    assert len({json.dumps(v["positions"]) for v in expected.values()}) == 4
+    read = puffin.read_deletion_vectors(COMMITTED / "deletion-vector" / "multi-dv.puffin")
+    assert {k: v.to_numpy().tolist() for k, v in read.items()} == {
+        k: v["positions"] for k, v in expected.items()
+    }
+
+
+class _Liar:
+    """Accepts everything with an empty result, or rejects everything."""
+
+    ops = frozenset({"read-container", "read-dv", "read-theta", "write-dv"})
+
+    def __init__(self, accept: bool) -> None:
+        self.name = "liar"
+        self._accept = accept
+
+    def handle(self, request: Any) -> dict[str, Any]:
+        return {"ok": True, "result": {}} if self._accept else {"ok": False, "error": "no"}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("accept", [True, False])
+def test_runner_fails_wrong_answers(vectors: list[dict[str, Any]], accept: bool) -> None:
+    report = run_vectors(_Liar(accept), vectors, COMMITTED).to_json()
+    run = [v for v in vectors if v["op"] in _Liar.ops]
+    rejections = sum("error" in v["expected"] for v in run)
+    assert report["total"] == len(run)
+    assert report["passed"] == (0 if accept else rejections)
+    assert report["skipped"] == len(vectors) - len(run)
+
+
+def test_runner_checks_the_category_a_peer_names(vectors: list[dict[str, Any]]) -> None:
+    class WrongCategory(_Liar):
+        def handle(self, request: Any) -> dict[str, Any]:
+            return {"ok": False, "error": "x", "category": "io"}
+
+    report = run_vectors(WrongCategory(False), vectors, COMMITTED).to_json()
+    assert report["passed"] == 0
+
+
+def _run_cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = main(["conformance", *args])
+    return status, out.getvalue()
+
+
+def test_cli_run_json_counts() -> None:
+    status, text = _run_cli("run", "--tier", "captured", "--tier", "writer", "--json")
+    report = json.loads(text)
+    assert status == 0
+    assert report["total"] == report["passed"] > 50
+    assert set(report["tiers"]) == {"captured", "writer"}
+
+
+def test_cli_generate_is_deterministic_and_refuses_foreign_directories(tmp_path: Path) -> None:
+    status, _ = _run_cli("generate", str(tmp_path / "corpus"))
+    assert status == 0
+    assert (tmp_path / "corpus" / "index.json").read_bytes() == (
+        COMMITTED / "index.json"
+    ).read_bytes()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        _run_cli("generate", str(tmp_path / "other"))
+    assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
+
+
+def test_impl_protocol_over_a_subprocess() -> None:
+    command = [sys.executable, "-m", "puffin.conformance.adapters._stdio", "pyroaring"]
+    adapter = ProcessAdapter(command)
+    try:
+        assert adapter.ops == {"read-dv", "read-bitmap", "write-dv"}
+        report = run_vectors(adapter, load_vectors(COMMITTED, ["captured"]), COMMITTED)
+    finally:
+        adapter.close()
+    doc = report.to_json()
+    assert doc["total"] == 20
+    assert [f["id"] for f in doc["failures"]] == ["captured/croaring-64maphighvals"]
+
+
+def test_a_crashing_impl_fails_one_vector_at_a_time(tmp_path: Path) -> None:
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "import json, sys, os\n"
+        "for line in sys.stdin:\n"
+        "    r = json.loads(line)\n"
+        "    if r['op'] == 'hello':\n"
+        "        print(json.dumps({'ok': True, 'result': {'name': 'c', 'ops': ['read-theta']}}),"
+        " flush=True)\n"
+        "    else:\n"
+        "        os._exit(3)\n"
+    )
+    adapter = ProcessAdapter([sys.executable, str(script)])
+    try:
+        theta = [v for v in load_vectors(COMMITTED, ["theta"]) if v["op"] == "read-theta"]
+        report = run_vectors(adapter, theta[:3], COMMITTED).to_json()
+    finally:
+        adapter.close()
+    assert report["total"] == 3
+    assert all("exited" in f["reason"] for f in report["failures"])
+
+
+def _peer_failures(name: str, vectors: list[dict[str, Any]]) -> dict[str, Any]:
+    adapter = make_adapter(name)
+    try:
+        return run_vectors(adapter, vectors, COMMITTED, known_as=name).to_json()
+    finally:
+        adapter.close()
+
+
+def _assert_known(name: str, report: dict[str, Any]) -> None:
+    """Every failure is explained, and every explanation still applies to some failure."""
+    assert report["unexplained"] == 0, [f for f in report["failures"] if not f["known"]]
+    used = {f["known"] for f in report["failures"]}
+    assert used == {why for _, why in KNOWN_FAILURES[name]}
+
+
+@pytest.mark.parametrize("name", ["datasketches", "pyroaring"])
+def test_fast_peers_fail_exactly_the_known_vectors(
+    name: str, vectors: list[dict[str, Any]]
+) -> None:
+    report = _peer_failures(name, vectors)
+    assert report["total"] > 100
+    _assert_known(name, report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["pyiceberg", "java"])
+def test_slow_peers_fail_exactly_the_known_vectors(
+    name: str, vectors: list[dict[str, Any]]
+) -> None:
+    if name == "pyiceberg":
+        pytest.importorskip("pyiceberg")
+    else:
+        pytest.importorskip("pyspark")
+        if shutil.which("javac") is None:
+            pytest.skip("no JDK")
+    report = _peer_failures(name, vectors)
+    assert report["total"] > 200
+    _assert_known(name, report)
