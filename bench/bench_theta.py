@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from puffin import ThetaSketch
-from puffin.blobs import single_value
+from puffin.blobs.single_value import _distinct as single_value
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
