@@ -152,6 +152,8 @@ import puffin
 
 path, entry, limits_json = sys.argv[1:4]
 limits = puffin.Limits(**json.loads(limits_json))
+# Load the code both entry points run (NumPy, datasketches) first: the budget is for the input.
+import puffin.blobs.theta, puffin.blobs.verify
 base_rss = psutil.Process().memory_info().rss
 try:
     if entry == "read_theta_blobs":
