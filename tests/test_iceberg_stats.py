@@ -436,7 +436,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
 def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     """Dictionary-encoded strings are sketched from their used dictionary values, columns
     that fell back to plain pages are read plainly; both give the sketch of every value."""
-    from puffin.iceberg._arrow import dictionary_columns
+    from puffin.iceberg._read import read_as_dictionary
 
     n = 300_000
     rng = np.random.default_rng(11)
@@ -459,7 +459,7 @@ def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     path = local_path(task.file.file_path)
     assert path is not None
     metadata = pq.ParquetFile(path).metadata
-    chosen = dictionary_columns(metadata, ["high", "low", "raw"], {"high", "low", "raw"})
+    chosen = read_as_dictionary(metadata, ["high", "low", "raw"])
     assert chosen == ["low", "raw"]
     stats = compute_table_statistics(table)
     by_field = {b.fields[0]: _ndv(b) for b in stats.blob_metadata}

@@ -34,11 +34,18 @@ _DICT_ROW_BYTES = 2
 _DICTIONARY_SLACK = 64 << 10
 
 
-def dictionary_columns(metadata: pq.FileMetaData, names: Sequence[str]) -> list[str]:
+def dictionary_columns(
+    metadata: pq.FileMetaData,
+    names: Sequence[str],
+    *,
+    row_bytes: int = _DICT_ROW_BYTES,
+    slack: int = _DICTIONARY_SLACK,
+) -> list[str]:
     """Top-level columns of ``names`` whose every column chunk is dictionary-encoded
-    and small enough (see ``_DICT_ROW_BYTES``) that reading them as Arrow dictionaries
-    and hashing the used entries beats hashing every row.  (Callers pass only string and
-    binary columns: pyarrow reads only those as dictionaries.)
+    and takes at most ``row_bytes`` a row plus ``slack`` (defaults: see ``_DICT_ROW_BYTES``),
+    so that reading them as Arrow dictionaries and hashing the used entries beats hashing
+    every row.  (Callers pass only string and binary columns: pyarrow reads only those as
+    dictionaries.)
     """
     if not names or not metadata.num_row_groups:
         return []
@@ -51,8 +58,7 @@ def dictionary_columns(metadata: pq.FileMetaData, names: Sequence[str]) -> list[
             continue
         chunks = [metadata.row_group(rg).column(col) for rg in range(metadata.num_row_groups)]
         if all(
-            c.has_dictionary_page
-            and c.total_uncompressed_size <= _DICT_ROW_BYTES * c.num_values + _DICTIONARY_SLACK
+            c.has_dictionary_page and c.total_uncompressed_size <= row_bytes * c.num_values + slack
             for c in chunks
         ):
             out.append(name)

@@ -7,7 +7,6 @@ them against the one type map in :mod:`puffin.blobs.types`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.blobs.types import arrow_type_for
@@ -16,12 +15,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.types import IcebergType
 
-__all__ = ["dictionary_columns", "to_iceberg_arrow"]
+__all__ = ["to_iceberg_arrow"]
 
-# Dictionary pages of Parquet writers are capped at about 1 MiB; RLE/bit-packed indices
-# take at most 4 bytes a row.  A column chunk larger than that fell back to plain pages.
-_DICTIONARY_SLACK = 2 << 20
-_INDEX_BYTES = 4
 
 
 def to_iceberg_arrow(
@@ -78,30 +73,3 @@ def _used_dictionary_values(array: pa.DictionaryArray) -> pa.Array:
         return array.dictionary.slice(0, 0)
     counts = np.bincount(indices.to_numpy(zero_copy_only=False), minlength=len(array.dictionary))
     return array.dictionary.take(np.flatnonzero(counts))
-
-
-def dictionary_columns(metadata: Any, tops: Sequence[str], string_tops: set[str]) -> list[str]:
-    """Top-level string/binary columns whose every chunk is dictionary-encoded.
-
-    Reading those as Arrow dictionaries skips materializing every row's bytes; reading a
-    column that fell back to plain pages as a dictionary would cost a hash per row instead,
-    so those are read plainly.
-    """
-    wanted = [t for t in tops if t in string_tops]
-    if not wanted or not metadata.num_row_groups:
-        return []
-    first = metadata.row_group(0)
-    index = {first.column(i).path_in_schema: i for i in range(first.num_columns)}
-    out = []
-    for name in wanted:
-        col = index.get(name)
-        if col is None:
-            continue
-        chunks = [metadata.row_group(rg).column(col) for rg in range(metadata.num_row_groups)]
-        if all(
-            c.has_dictionary_page
-            and c.total_uncompressed_size <= _INDEX_BYTES * c.num_values + _DICTIONARY_SLACK
-            for c in chunks
-        ):
-            out.append(name)
-    return out

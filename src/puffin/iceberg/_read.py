@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from puffin._integration.locations import local_path
+from puffin._integration.ndv_parquet import dictionary_columns
 from puffin.errors import UnsupportedTableError
-from puffin.iceberg._arrow import dictionary_columns, to_iceberg_arrow
+from puffin.iceberg._arrow import to_iceberg_arrow
 from puffin.iceberg._columns import ScanColumn
 from puffin.iceberg._plan import DeleteIndex, PlannedFile, keep_mask
 
@@ -131,10 +132,22 @@ def _with_dictionaries(
         and len(present[c.field_id]) == 1
         and isinstance(c.iceberg_type, (StringType, BinaryType))
     }
-    dictionary = dictionary_columns(pf.metadata, tops, string_tops)
+    dictionary = read_as_dictionary(pf.metadata, [t for t in tops if t in string_tops])
     if not dictionary:
         return pf
     return pq.ParquetFile(f, metadata=pf.metadata, read_dictionary=dictionary)
+
+
+
+def read_as_dictionary(metadata: Any, names: Sequence[str]) -> list[str]:
+    """The string/binary columns of ``names`` to read as Arrow dictionaries.
+
+    Whole row groups are read here (pyarrow copies no dictionary per batch), so any chunk
+    that stayed dictionary-encoded qualifies: writers cap dictionary pages at about 1 MiB,
+    and RLE/bit-packed indices take at most 4 bytes a row; a larger chunk fell back to
+    plain pages, and reading it as a dictionary would cost a hash per row.
+    """
+    return dictionary_columns(metadata, names, row_bytes=4, slack=2 << 20)
 
 
 def _read_file(
