@@ -110,6 +110,13 @@ def verify_file(source: Source, *, limits: Limits | None = None) -> list[Problem
     ``source`` is what :func:`puffin.open` takes.  Bad content never raises: each problem
     is returned, one per blob at most, plus the rules across blobs.  A file that cannot be
     opened at all (missing, unreadable) is one problem of category ``"io"``.
+
+    Example::
+
+        problems = puffin.verify_file("stats.puffin")
+        if problems:
+            for p in problems:  # e.g. theta-sketch ThetaSketchError ... 4 0
+                print(p.category, p.error, p.message, p.offset, p.blob_index)
     """
     try:
         reader = _open(source, limits=limits)
