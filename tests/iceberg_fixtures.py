@@ -18,14 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyiceberg.catalog import Catalog
 from pyiceberg.manifest import (
     MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
-    DataFileContent,
-    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
@@ -34,9 +30,9 @@ from pyiceberg.manifest import (
     ManifestWriterV2,
 )
 from pyiceberg.table import Table
-from pyiceberg.typedef import Record
 
 from puffin._integration.locations import local_path
+from puffin.conformance._tables import write_position_delete_file
 from puffin.iceberg import (
     deletion_vector_data_files,
     local_catalog,
@@ -247,29 +243,7 @@ def commit_position_deletes_v2(
     new_identifier: str,
 ) -> Table:
     """A v2 table like ``table`` plus one Parquet position-delete file (as Spark writes)."""
-    rows = sorted((path, int(p)) for path, ps in positions.items() for p in ps)
-    delete_schema = pa.schema(
-        [
-            pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
-            pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"}),
-        ]
-    )
-    data = pa.table(
-        {"file_path": [r[0] for r in rows], "pos": [r[1] for r in rows]}, schema=delete_schema
-    )
-    location = table.location_provider().new_data_location(f"{uuid.uuid4()}-deletes.parquet")
-    path = local_path(location)
-    assert path is not None
-    pq.write_table(data, path)
-    delete_file = DataFile.from_args(
-        content=DataFileContent.POSITION_DELETES,
-        file_path=location,
-        file_format=FileFormat.PARQUET,
-        partition=Record(),
-        record_count=len(rows),
-        file_size_in_bytes=Path(path).stat().st_size,
-    )
-    delete_file.spec_id = table.spec().spec_id
+    delete_file = write_position_delete_file(table, positions)
     return _commit_delete_snapshot(
         catalog, table, [delete_file], format_version=2, new_identifier=new_identifier
     )

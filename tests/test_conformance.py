@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -16,11 +17,12 @@ import pytest
 import puffin
 from puffin.blobs.standard import java_ndv
 from puffin.conformance import TIERS, build_corpus, corpus_dir, load_vectors, run_vectors
-from puffin.conformance.adapters import make_adapter
+from puffin.conformance.adapters import Adapter, make_adapter
 from puffin.conformance.adapters._process import ProcessAdapter
 from puffin.conformance.adapters._puffin import PuffinAdapter
 from puffin.conformance.cli import main
 from puffin.conformance.known import KNOWN_FAILURES
+from puffin.errors import MissingDependencyError, SetupError
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "testdata" / "conformance"
@@ -200,7 +202,7 @@ def test_impl_protocol_over_a_subprocess() -> None:
     finally:
         adapter.close()
     doc = report.to_json()
-    assert doc["total"] == 20
+    assert doc["total"] == 23
     assert [f["id"] for f in doc["failures"]] == ["captured/croaring-64maphighvals"]
 
 
@@ -264,3 +266,80 @@ def test_slow_peers_fail_exactly_the_known_vectors(
     report = _peer_failures(name, vectors)
     assert report["total"] > 200
     _assert_known(name, report)
+
+
+# --- the table tier ---------------------------------------------------------------------------
+
+TABLE_PEERS = ["iceberg-rust", "duckdb", "duckdb-1.5.5", "sail"]
+
+
+def _table_adapter(name: str) -> Adapter:
+    """A table peer, or a skip (a failure under ``make test``) when it cannot run here."""
+    try:
+        return make_adapter(name)
+    except (SetupError, MissingDependencyError) as exc:
+        if os.environ.get("PUFFIN_REQUIRE_PEERS") == "1":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+@pytest.mark.parametrize("name", TABLE_PEERS)
+def test_table_peers_fail_exactly_the_known_vectors(
+    name: str, vectors: list[dict[str, Any]]
+) -> None:
+    """One adapter (one process; for Sail one server on 127.0.0.1) for the whole tier."""
+    table = [v for v in vectors if v["tier"] == "table"]
+    adapter = _table_adapter(name)
+    try:
+        report = run_vectors(adapter, table, COMMITTED, known_as=name).to_json()
+    finally:
+        adapter.close()
+    assert report["total"] == len(table) >= 8
+    _assert_known(name, report)
+
+
+def test_duckdb15_vector_has_the_layout_it_names(tmp_path: Path) -> None:
+    """Three vectors in one Puffin file, the largest first; each file gets its own positions."""
+    from puffin.conformance._tables import materialize
+    from puffin.iceberg import read_table_deletion_vectors
+    from puffin.iceberg._catalog import local_catalog
+
+    vector = json.loads((COMMITTED / "table" / "dvs-in-one-puffin-larger-first.json").read_text())
+    rows = json.loads((COMMITTED / "table" / vector["input"]).read_text(encoding="utf-8"))
+    materialize(vector["args"], rows, tmp_path)
+    (path,) = tmp_path.rglob("*.puffin")
+    with puffin.open(path) as reader:
+        assert [b.length for b in reader.blobs] == [1374, 39, 46]
+    table = local_catalog(tmp_path / "wh").load_table("db.t")
+    counts = sorted(len(dv) for dv in read_table_deletion_vectors(table).values())
+    assert counts == [3, 410, 667]
+
+
+def test_a_missing_side_venv_is_a_setup_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from puffin.conformance.adapters import _side
+
+    monkeypatch.setenv("PUFFIN_SAIL_PYTHON", str(tmp_path / "nothing"))
+    with pytest.raises(SetupError, match="PUFFIN_SAIL_PYTHON"):
+        make_adapter("sail")
+    monkeypatch.delenv("PUFFIN_DUCKDB15_PYTHON", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_side, "_REPOSITORY", tmp_path)
+    with pytest.raises(SetupError, match="make peers"):
+        make_adapter("duckdb-1.5.5")
+
+
+def test_runner_compares_the_rows_of_a_scan(vectors: list[dict[str, Any]]) -> None:
+    """A wrong row fails a table vector; rows in any order, or the digest itself, pass."""
+    from puffin.conformance._tables import expected_rows
+    from puffin.conformance.runner import check
+
+    vector = next(v for v in vectors if v["id"] == "table/one-dv")
+    rows = json.loads((COMMITTED / "table" / vector["input"]).read_text(encoding="utf-8"))
+    want = expected_rows(rows["files"], vector["args"]["steps"])
+    assert check(vector, {"ok": True, "result": {"rows": want[::-1]}}) is None
+    assert check(vector, {"ok": True, "result": vector["expected"]["result"]}) is None
+    changed = [[want[0][0], "other"], *want[1:]]
+    assert "rows-sha256" in str(check(vector, {"ok": True, "result": {"rows": changed}}))
+    assert "count" in str(check(vector, {"ok": True, "result": {"rows": want[1:]}}))

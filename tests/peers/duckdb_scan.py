@@ -5,43 +5,25 @@ The extensions come from the package index as wheels (``duckdb-ext-*`` for 1.4.4
 autoload are off, 1.4.4 gets ``extension_directory`` pointed at the wheel's folder and
 1.5.5 loads each file by path. DuckDB 1.5.5 needs duckdb 1.5.x, which cannot share the
 project venv with 1.4.4, so it runs as a child process (``_duckdb15_child.py``).
+DuckDB 1.4.4's connection comes from the package (the conformance kit's ``duckdb`` adapter).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from peers._common import metadata_path, run_child, side_python
+from puffin.conformance.adapters._tables import connect_duckdb as _connect_duckdb
 
 DUCKDB15_VENV = ".venv-duckdb15"
 
 
-def _extension_directory() -> Path:
-    spec = importlib.util.find_spec("duckdb_ext")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("duckdb-ext-iceberg is not installed (the `peers` extra)")
-    return Path(next(iter(spec.submodule_search_locations))) / "extensions"
-
-
 def connect_duckdb() -> Any:
     """A DuckDB 1.4.4 connection with the wheel-shipped avro and iceberg extensions loaded."""
-    import duckdb
-
-    con = duckdb.connect(
-        config={
-            "extension_directory": str(_extension_directory()),
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-        }
-    )
-    con.execute("LOAD avro")
-    con.execute("LOAD iceberg")
-    return con
+    return _connect_duckdb()
 
 
 def _scan(metadata: str | os.PathLike[str]) -> str:

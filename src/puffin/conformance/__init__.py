@@ -9,7 +9,8 @@ docs/conformance.md.
 Tiers: ``container`` (files for every codec and footer, one invalid file per rule),
 ``deletion-vector`` (DV blobs by range and through the footer), ``theta`` (values of every
 type to single-value bytes to sketch; ``ndv``), ``writer`` (the bytes a Java-compatible
-writer produces) and ``captured`` (files other implementations wrote).
+writer produces), ``captured`` (files other implementations wrote) and ``table`` (small v3
+tables with deletion vectors, built from a recipe by the runner, and the rows each returns).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ __all__ = [
 CORPUS_FORMAT = "puffin-conformance"
 #: Bumped when a vector's meaning changes (not when vectors are added).
 CORPUS_VERSION = 1
-TIERS = ("container", "deletion-vector", "theta", "writer", "captured")
+TIERS = ("container", "deletion-vector", "theta", "writer", "captured", "table")
 
 #: Positions up to this many are listed in expected results; above, a digest and the count.
 MAX_LISTED_POSITIONS = 2000
@@ -168,6 +168,20 @@ SPEC: dict[str, tuple[str, str]] = {
     "dv-set-bit": (
         _PUFFIN,
         "A set bit at position P indicates that the row at position P is deleted.",
+    ),
+    "dv-blob": (
+        _PUFFIN,
+        "A serialized delete vector (bitmap) that represents the positions of rows in a file "
+        "that are deleted.",
+    ),
+    "snapshot-union": (
+        _TABLE,
+        "The data in a snapshot is the union of all files in its manifests.",
+    ),
+    "scan-deleted-entries": (
+        _TABLE,
+        "Scans are planned by reading the manifest files for the current snapshot listed in "
+        "the table metadata. Deleted entries in a manifest are not included in the scan.",
     ),
     "single-value": (
         _TABLE,

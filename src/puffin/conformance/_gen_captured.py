@@ -38,6 +38,10 @@ SOURCES: dict[str, tuple[str, str]] = {
         "apache/iceberg-go (single-blob-dv.puffin written by Iceberg Java)",
         "apache/iceberg-go test fixtures",
     ),
+    "sail": (
+        "Sail 0.7.2 (pysail, lakehq/sail)",
+        "captured 2026-11-23 from Sail's DELETE, see testdata/README.md: ",
+    ),
 }
 
 
@@ -257,10 +261,70 @@ def _format_spec() -> Iterator[Vector]:
         )
 
 
+# Sail's DELETE (testdata/README.md, sail/): a table of 3 data files of 2000 rows whose ``id``
+# runs from the file's first id, one of them (ids 4000-5999) already holding our DV of
+# positions 5, 6 and 1000.  Expected positions follow from the WHERE condition and the ids,
+# not from a reader.
+_SAIL_DATA = "file:///tmp/puffin-sail-capture/warehouse/db/sail/data/00000-0-{}.parquet"
+_SAIL_FILES = {
+    0: _SAIL_DATA.format("04ff169e-8e57-43f3-b702-d1a137036071"),
+    2000: _SAIL_DATA.format("ae5c6310-a3a1-41ba-ada9-b7e984a99ab5"),
+    4000: _SAIL_DATA.format("45562e2e-3f26-4d61-8045-ffb015c006ae"),
+}
+_SAIL_ROWS = 2000
+_SAIL_BEFORE = {4000: [5, 6, 1000]}  # our DV, which Sail merged with its own deletes
+_SAIL_WHERE = "id % 7 = 0 OR (id >= 4100 AND id < 4600)"
+#: file -> (first id of each blob's data file, (offset, length) of the blob as Sail's manifest
+#: records them)
+_SAIL_PUFFINS = {
+    "sail/two-dvs.puffin": ((0, (4, 612)), (2000, (616, 612))),
+    "sail/merged-dv.puffin": ((4000, (4, 899)),),
+}
+
+
+def _sail_positions(first_id: int) -> list[int]:
+    deleted = {
+        p for p in range(_SAIL_ROWS) if (first_id + p) % 7 == 0 or 4100 <= first_id + p < 4600
+    }
+    return sorted(deleted.union(_SAIL_BEFORE.get(first_id, [])))
+
+
+def _sail() -> Iterator[Vector]:
+    for rel, blobs in _SAIL_PUFFINS.items():
+        how = f"Sail's DELETE WHERE {_SAIL_WHERE}: {len(blobs)} DV(s)"
+        if any(first in _SAIL_BEFORE for first, _ in blobs):
+            how += ", its deletes merged with an earlier DV"
+        expected = {
+            _SAIL_FILES[first]: positions_result(_sail_positions(first)) for first, _ in blobs
+        }
+        yield _vector(
+            rel,
+            "read-dvs",
+            "dv-properties",
+            f"{how}; read through the footer",
+            {"result": {"vectors": expected}},
+            verdict="valid",
+            suffix="-footer",
+        )
+        for index, (first, (offset, length)) in enumerate(blobs):
+            positions = _sail_positions(first)
+            yield _vector(
+                rel,
+                "read-dv",
+                "dv-layout",
+                f"{how}; blob {index} by the range in Sail's manifest",
+                {"result": positions_result(positions)},
+                args={"offset": offset, "length": length, "record-count": len(positions)},
+                verdict="valid",
+                suffix=f"-blob-{index}",
+            )
+
+
 def captured_vectors() -> Iterator[Vector]:
     yield from _puffin_files()
     yield from _dv_files()
     yield from _bitmaps()
+    yield from _sail()
 
 
 def java_digest(rel: str) -> dict[str, Any]:

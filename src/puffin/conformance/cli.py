@@ -19,8 +19,10 @@ examples:
   puffin conformance run                          # this library against the shipped corpus
   puffin conformance run --adapter pyiceberg --json
   puffin conformance run --impl "java -jar my-adapter.jar" --tier deletion-vector
-adapters: puffin, pyiceberg, datasketches, pyroaring, java.  --impl CMD runs any program that
-speaks the JSON-lines protocol of docs/conformance.md.  Exit status 1 when a vector fails.
+adapters: puffin, pyiceberg, datasketches, pyroaring, java; for the table tier also
+iceberg-rust, duckdb, duckdb-1.5.5 (.venv-duckdb15) and sail (.venv-sail).  --impl CMD runs any
+program that speaks the JSON-lines protocol of docs/conformance.md.  Exit status 1 when a
+vector fails.
 """
 
 
@@ -58,7 +60,8 @@ def register_cli(subparsers: Any) -> None:
         "--tier",
         action="append",
         metavar="T",
-        help="only this tier (repeatable): container, deletion-vector, theta, writer, captured",
+        help="only this tier (repeatable): container, deletion-vector, theta, writer, captured, "
+        "table",
     )
     run.add_argument(
         "--corpus", metavar="DIR", help="a corpus directory (default: the shipped one)"

@@ -23,6 +23,7 @@ def build_corpus() -> dict[str, bytes]:
     from puffin.conformance._gen_container import valid_vectors
     from puffin.conformance._gen_container_bad import invalid_vectors
     from puffin.conformance._gen_dv import dv_vectors
+    from puffin.conformance._gen_table import table_vectors
     from puffin.conformance._gen_theta import theta_vectors
     from puffin.conformance._gen_writer import writer_vectors
 
@@ -33,6 +34,7 @@ def build_corpus() -> dict[str, bytes]:
     corpus.extend(theta_vectors())
     corpus.extend(writer_vectors())
     corpus.extend(captured_vectors())
+    corpus.extend(table_vectors())
     return corpus.finish(f"iceberg-puffin {__version__}")
 
 

@@ -9,7 +9,13 @@ name                      implementation and operations
 ``pyroaring``             CRoaring through pyroaring: DV payloads and portable bitmaps
 ``java``                  datasketches-java and RoaringBitmap from pyspark's jars: theta
                           sketches and DVs, through a small Java program compiled at run time
+``iceberg-rust``          pyiceberg-core and DataFusion: table scans
+``duckdb``                DuckDB 1.4's ``iceberg_scan``: table scans
+``duckdb-1.5.5``          DuckDB 1.5 in the side venv ``.venv-duckdb15``: table scans
+``sail``                  Sail in the side venv ``.venv-sail``: table scans
 ========================  ===========================================================
+
+``puffin`` and ``pyiceberg`` scan tables too (the ``table`` tier).
 """
 
 from __future__ import annotations
@@ -45,7 +51,9 @@ def _peer(name: str) -> Callable[[], Adapter]:
 
 def _local(name: str) -> Callable[[], Adapter]:
     def make() -> Adapter:
-        module = importlib.import_module(f"puffin.conformance.adapters._{name}")
+        module = importlib.import_module(
+            f"puffin.conformance.adapters.{_MODULES.get(name, '_' + name)}"
+        )
         adapter: Adapter = getattr(module, _CLASSES[name])()
         return adapter
 
@@ -58,11 +66,24 @@ def _java() -> Adapter:
     return java_adapter()
 
 
+def _in_side_venv(name: str) -> Callable[[], Adapter]:
+    def make() -> Adapter:
+        import puffin.conformance.adapters._side as side
+
+        factory: Callable[[], Adapter] = getattr(side, f"{name}_adapter")
+        return factory()
+
+    return make
+
+
 _CLASSES = {
     "pyiceberg": "PyicebergAdapter",
     "datasketches": "DatasketchesAdapter",
     "pyroaring": "PyroaringAdapter",
+    "iceberg-rust": "IcebergRustAdapter",
+    "duckdb": "DuckdbAdapter",
 }
+_MODULES = {"iceberg-rust": "_tables", "duckdb": "_tables"}
 #: Address space a peer process may use: a peer that allocates without bound fails a vector.
 PEER_MEMORY_LIMIT = 3 << 30
 
@@ -71,6 +92,8 @@ ADAPTERS: dict[str, Callable[[], Adapter]] = {
     "puffin": _puffin,
     **{name: _peer(name) for name in _CLASSES},
     "java": _java,
+    "duckdb-1.5.5": _in_side_venv("duckdb15"),
+    "sail": _in_side_venv("sail"),
 }
 #: The same peers in this process, for the ``_stdio`` server.
 LOCAL_ADAPTERS: dict[str, Callable[[], Adapter]] = {name: _local(name) for name in _CLASSES}

@@ -47,6 +47,7 @@ class PuffinAdapter:
             "build-theta",
             "write-container",
             "write-dv",
+            "scan-table",
         }
     )
 
@@ -113,6 +114,11 @@ class PuffinAdapter:
                 )
         data = out.getvalue()
         return {"size": len(data), "sha256": sha256(data)}
+
+    def _scan_table(self, request: Mapping[str, Any]) -> Response:
+        from puffin.conformance.adapters._tables import puffin_rows
+
+        return puffin_rows(request["metadata"], request["columns"])
 
     def _write_dv(self, request: Mapping[str, Any]) -> Response:
         from puffin.conformance._corpus import sha256
