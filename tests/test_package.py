@@ -86,3 +86,80 @@ def test_ruff_is_clean() -> None:
 def test_mypy_is_clean() -> None:
     result = subprocess.run([_tool("mypy")], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- An installed wheel (issue 14: the conformance kit runs without the repository) ---
+
+CORPUS = ROOT / "src" / "puffin" / "conformance" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """This project's wheel, built offline, and the folder it is installed into (--target)."""
+    pytest.importorskip("hatchling", reason="the build backend (extra 'test') is not installed")
+    base = tmp_path_factory.mktemp("wheel")
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", str(base)]
+    subprocess.run([*build, str(ROOT)], capture_output=True, text=True, check=True, timeout=120)
+    (wheel,) = base.glob("iceberg_puffin-*.whl")
+    target = base / "site"
+    install = [*pip, "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)]
+    subprocess.run(install, capture_output=True, text=True, check=True, timeout=120)
+    return wheel, target
+
+
+def test_wheel_ships_the_conformance_corpus(installed_wheel: tuple[Path, Path]) -> None:
+    import zipfile
+
+    wheel, _ = installed_wheel
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    prefix = "puffin/conformance/corpus/"
+    shipped = {n[len(prefix) :] for n in names if n.startswith(prefix) and not n.endswith("/")}
+    on_disk = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*") if p.is_file()}
+    assert "index.json" in shipped
+    assert any(n.endswith(".puffin") for n in shipped)
+    assert on_disk <= shipped, sorted(on_disk - shipped)[:10]
+    assert "puffin/py.typed" in names
+
+
+@pytest.mark.parametrize("tier", ["container", "deletion-vector"])
+def test_installed_wheel_runs_the_conformance_kit(
+    installed_wheel: tuple[Path, Path], tmp_path: Path, tier: str
+) -> None:
+    """``puffin conformance run`` from the installed wheel, in a folder outside the repository."""
+    import json
+    import os
+
+    _, target = installed_wheel
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(target)
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import puffin, puffin.conformance.runner as r; print(puffin.__file__);"
+            " print(r.corpus_dir())",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    module, corpus = (Path(line).resolve() for line in where.stdout.split())
+    assert module.is_relative_to(target.resolve()), module
+    assert corpus.is_relative_to(target.resolve()), corpus
+    for command in ([sys.executable, "-m", "puffin"], [str(target / "bin" / "puffin")]):
+        result = subprocess.run(
+            [*command, "conformance", "run", "--json", "--tier", tier],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        report = json.loads(result.stdout)
+        assert report["total"] == report["passed"] > 0, report
+        assert report["tiers"] == {tier: {"total": report["total"], "passed": report["passed"]}}
