@@ -17,7 +17,8 @@ def test_readme_python_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
     exec(compile("\n".join(blocks), str(README), "exec"), namespace)
-    assert sorted(os.listdir(tmp_path)) == ["deletes.puffin", "example.puffin", "stats.puffin", "warehouse"]
+    files = ["deletes.puffin", "example.puffin", "stats.puffin", "warehouse"]
+    assert sorted(os.listdir(tmp_path)) == files
 
 
 def test_readme_opens_with_the_two_commands() -> None:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from puffin._integration.locations import local_path
-from puffin._integration.ndv_parquet import dictionary_columns
 from puffin.errors import UnsupportedTableError
 from puffin.iceberg._arrow import to_iceberg_arrow
 from puffin.iceberg._columns import ScanColumn
@@ -147,6 +146,8 @@ def read_as_dictionary(metadata: Any, names: Sequence[str]) -> list[str]:
     and RLE/bit-packed indices take at most 4 bytes a row; a larger chunk fell back to
     plain pages, and reading it as a dictionary would cost a hash per row.
     """
+    from puffin._integration.ndv_parquet import dictionary_columns  # loads NumPy
+
     return dictionary_columns(metadata, names, row_bytes=4, slack=2 << 20)
 
 
