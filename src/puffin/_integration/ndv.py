@@ -47,6 +47,7 @@ from puffin.blobs._theta_build import (
     union_states,
 )
 from puffin.blobs.single_value import serialize_values
+from puffin.blobs.single_value._arrow import numeric_values
 from puffin.blobs.theta import DEFAULT_LG_K, ThetaSketch, check_lg_k
 from puffin.blobs.types import IcebergType, arrow_type_for, parse_type
 
@@ -181,7 +182,7 @@ class ColumnSketch:
         if indices.null_count:
             indices = pc.drop_null(indices)
         if len(indices):
-            self._used[indices.to_numpy(zero_copy_only=False)] = True
+            self._used[numeric_values(indices)] = True
 
     def _flush_dictionary(self) -> None:
         dictionary, used = self._dictionary, self._used
