@@ -59,7 +59,7 @@ def test_corpus_size_and_tiers(vectors: list[dict[str, Any]]) -> None:
         assert vector["spec"]["quote"] and vector["spec"]["document"]
         assert ("error" in vector["expected"]) != ("result" in vector["expected"])
         if vector["tier"] == "captured":
-            assert vector["provenance"]["licence"] == "Apache-2.0"
+            assert vector["provenance"]["licence"] in {"Apache-2.0", "MIT"}
             assert (ROOT / vector["provenance"]["copied-from"]).is_file()
 
 
@@ -202,7 +202,7 @@ def test_impl_protocol_over_a_subprocess() -> None:
     finally:
         adapter.close()
     doc = report.to_json()
-    assert doc["total"] == 23
+    assert doc["total"] == 25
     assert [f["id"] for f in doc["failures"]] == ["captured/croaring-64maphighvals"]
 
 

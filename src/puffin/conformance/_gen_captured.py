@@ -42,7 +42,13 @@ SOURCES: dict[str, tuple[str, str]] = {
         "Sail 0.7.2 (pysail, lakehq/sail)",
         "captured 2026-11-23 from Sail's DELETE, see testdata/README.md: ",
     ),
+    "ducklake": (
+        "DuckLake 1.0 (DuckDB 1.5.5, duckdb-extension-ducklake 1.5.5)",
+        "captured 2026-11-23 from DuckLake's DELETE, see testdata/README.md: ",
+    ),
 }
+#: folder -> licence, where it is not Apache-2.0
+_LICENCES = {"ducklake": "MIT"}
 
 
 def _flat(rel: str) -> str:
@@ -64,7 +70,7 @@ def _provenance(rel: str) -> dict[str, str]:
     return {
         "written-by": writer,
         "upstream": upstream + name,
-        "licence": _APACHE,
+        "licence": _LICENCES.get(folder, _APACHE),
         "copied-from": f"testdata/{rel}",
     }
 
@@ -320,11 +326,43 @@ def _sail() -> Iterator[Vector]:
             )
 
 
+# DuckLake's DELETE (testdata/README.md, ducklake/) with WRITE_DELETION_VECTORS: one data file
+# per table whose ``id`` equals the row position, and a bare deletion-vector-v1 blob (no Puffin
+# magic or footer, though named ``.puffin``; the catalog records footer_size 0).  Expected
+# positions follow from the WHERE condition, not from a reader.
+_DUCKLAKE: dict[str, tuple[int, str, list[int]]] = {
+    "ducklake/array-dv.puffin": (
+        5000,
+        "id % 7 = 3 OR id BETWEEN 4000 AND 4099",
+        [p for p in range(5000) if p % 7 == 3 or 4000 <= p <= 4099],
+    ),
+    "ducklake/bitset-dv.puffin": (
+        140000,
+        "id BETWEEN 60000 AND 139999 OR id % 1000 = 7",
+        [p for p in range(140000) if 60000 <= p <= 139999 or p % 1000 == 7],
+    ),
+}
+
+
+def _ducklake() -> Iterator[Vector]:
+    for rel, (rows, where, positions) in _DUCKLAKE.items():
+        size = len(captured_bytes(rel))
+        yield _vector(
+            rel,
+            "read-dv",
+            "dv-layout",
+            f"DuckLake's DELETE WHERE {where} on {rows} rows: a bare DV blob, the whole file",
+            {"result": positions_result(positions)},
+            args={"offset": 0, "length": size, "record-count": len(positions)},
+        )
+
+
 def captured_vectors() -> Iterator[Vector]:
     yield from _puffin_files()
     yield from _dv_files()
     yield from _bitmaps()
     yield from _sail()
+    yield from _ducklake()
 
 
 def java_digest(rel: str) -> dict[str, Any]:
