@@ -127,6 +127,28 @@ def test_a_commit_that_keeps_losing_leaves_nothing_behind(
     assert _ids(local_catalog(warehouse).load_table("db.t")) == list(range(ROWS))
 
 
+def test_a_commit_in_unknown_state_keeps_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the catalog cannot tell whether the commit went through, the table may already
+    reference the new files: they must stay, and the error must reach the caller."""
+    from pyiceberg.exceptions import CommitStateUnknownException
+
+    warehouse = tmp_path / "wh"
+    table = _table(make_catalog(warehouse))
+    before = {p for p in warehouse.rglob("*") if p.is_file()}
+
+    def unknown(*args: Any, **kwargs: Any) -> Any:
+        raise CommitStateUnknownException("the server did not answer")
+
+    monkeypatch.setattr(_v3, "commit", unknown)
+    with pytest.raises(CommitStateUnknownException):
+        delete_rows(table, "id < 5", max_attempts=3)
+    added = {p for p in warehouse.rglob("*") if p.is_file()} - before
+    assert any(p.name.endswith(".puffin") for p in added), added
+    assert any(p.name.endswith(".avro") for p in added), added
+
+
 def test_statistics_commit_on_a_v3_table(tmp_path: Path) -> None:
     from puffin.iceberg import compute_table_statistics, read_table_statistics
 

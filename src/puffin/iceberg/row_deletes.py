@@ -180,7 +180,7 @@ def upgrade_to_v3(
         try:
             return _v3.commit(table, requirements, updates)
         except BaseException as exc:
-            _remove(table, written)
+            _discard(table, written, exc)
             if not _is_conflict(exc) or attempt == max_attempts:
                 raise _conflict(exc, attempt) from exc
         time.sleep(_backoff(attempt))
@@ -249,7 +249,7 @@ def _commit_loop(
             requirements, updates = snapshot_updates(table, staged.snapshot)
             committed = _v3.commit(table, requirements, updates)
         except BaseException as exc:
-            _remove(table, written)
+            _discard(table, written, exc)
             if not _is_conflict(exc) or attempt == max_attempts:
                 raise _conflict(exc, attempt) from exc
             time.sleep(_backoff(attempt))
@@ -315,6 +315,16 @@ def _conflict(exc: BaseException, attempts: int) -> BaseException:
 
 def _backoff(attempt: int) -> float:
     return float(_BACKOFF_S * (2 ** (attempt - 1)) * (1 + random.random()))
+
+
+def _discard(table: Table, locations: Sequence[str], exc: BaseException) -> None:
+    """Remove what a failed commit wrote, unless the catalog cannot tell whether the
+    commit went through (``CommitStateUnknownException``): then the table may already
+    reference the files, and removing them would break it."""
+    from pyiceberg.exceptions import CommitStateUnknownException
+
+    if not isinstance(exc, CommitStateUnknownException):
+        _remove(table, locations)
 
 
 def _remove(table: Table, locations: Sequence[str]) -> None:

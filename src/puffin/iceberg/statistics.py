@@ -227,9 +227,7 @@ def _commit_with_retries(table: Table, stats: StatisticsFile, max_attempts: int)
     only the commit is repeated.  When the commit finally fails the file is removed, unless
     the catalog cannot tell whether it went through (then the file may be registered).
     """
-    from pyiceberg.exceptions import CommitStateUnknownException
-
-    from puffin.iceberg.row_deletes import _backoff, _conflict, _is_conflict, _remove
+    from puffin.iceberg.row_deletes import _backoff, _conflict, _discard, _is_conflict
 
     for attempt in range(1, max_attempts + 1):
         try:
@@ -240,8 +238,7 @@ def _commit_with_retries(table: Table, stats: StatisticsFile, max_attempts: int)
                 time.sleep(_backoff(attempt))
                 table.refresh()
                 continue
-            if not isinstance(exc, CommitStateUnknownException):
-                _remove(table, [stats.statistics_path])
+            _discard(table, [stats.statistics_path], exc)
             raise _conflict(exc, attempt) from exc
 
 
