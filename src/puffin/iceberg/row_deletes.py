@@ -181,7 +181,9 @@ def upgrade_to_v3(
             return _v3.commit(table, requirements, updates)
         except BaseException as exc:
             _discard(table, written, exc)
-            if not _is_conflict(exc) or attempt == max_attempts:
+            if not _is_conflict(exc):
+                raise
+            if attempt == max_attempts:
                 raise _conflict(exc, attempt) from exc
         time.sleep(_backoff(attempt))
         table = table.refresh()
@@ -250,7 +252,9 @@ def _commit_loop(
             committed = _v3.commit(table, requirements, updates)
         except BaseException as exc:
             _discard(table, written, exc)
-            if not _is_conflict(exc) or attempt == max_attempts:
+            if not _is_conflict(exc):
+                raise
+            if attempt == max_attempts:
                 raise _conflict(exc, attempt) from exc
             time.sleep(_backoff(attempt))
             table = table.refresh()
@@ -304,9 +308,7 @@ def _is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, CommitFailedException)
 
 
-def _conflict(exc: BaseException, attempts: int) -> BaseException:
-    if not _is_conflict(exc):
-        return exc
+def _conflict(exc: BaseException, attempts: int) -> CommitConflictError:
     return CommitConflictError(
         f"the commit lost to concurrent commits {attempts} times ({exc}); nothing was "
         "committed and the files written for it were removed"

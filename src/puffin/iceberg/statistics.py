@@ -239,6 +239,8 @@ def _commit_with_retries(table: Table, stats: StatisticsFile, max_attempts: int)
                 table.refresh()
                 continue
             _discard(table, [stats.statistics_path], exc)
+            if not _is_conflict(exc):
+                raise
             raise _conflict(exc, attempt) from exc
 
 
