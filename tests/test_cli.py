@@ -480,7 +480,7 @@ def _fake_entry_points(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def entry_points(*, group: str) -> list[EntryPoint]:
         return [ep for ep in eps if ep.group == group]
 
-    monkeypatch.setattr(puffin.cli._plugins, "entry_points", entry_points)
+    monkeypatch.setattr("importlib.metadata.entry_points", entry_points)
 
 
 def test_plugins_are_entry_points_loaded_by_command_word(

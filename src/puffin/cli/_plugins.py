@@ -13,11 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from puffin._integration.deps import install_hint
 from puffin.errors import MissingDependencyError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["GROUP", "global_options", "plugin_entry_points", "register_plugins"]
 
@@ -55,6 +57,8 @@ def global_options(words: list[str]) -> argparse.Namespace:
 
 def plugin_entry_points() -> list[EntryPoint]:
     """The installed plugins, by name."""
+    from importlib.metadata import entry_points  # 12 ms: only when plugins are wanted
+
     return sorted(entry_points(group=GROUP), key=lambda ep: ep.name)
 
 
