@@ -242,3 +242,26 @@ def test_cli_inspect_and_verify_s3(s3: CountingS3Server) -> None:
     out = subprocess.run([sys.executable, "-m", "puffin", "inspect", url, "--json"], env=env,
                          capture_output=True, text=True, timeout=120).stdout
     assert len(json.loads(out)["blobs"]) == 3
+
+
+def test_an_fsspec_input_file_reads_ranged(s3: CountingS3Server) -> None:
+    """pyiceberg's FsspecInputFile opens a read-ahead file (s3fs: 50 MiB blocks); read
+    through its filesystem instead, one ranged GET per read."""
+    pytest.importorskip("pyiceberg")
+    io = _fileios(s3)[1]
+    url = f"s3://{BUCKET}/fsspec-input.puffin"
+    w = _write(url, blobs=50, size=100_000)
+    s3.log.clear()
+    with puffin.open(io.new_input(url), file_size=w.file_size, footer_size=w.footer_size) as r:
+        assert r.read_blob(0) == bytes([0]) * 100_000
+    log = s3.log.snapshot()
+    assert len(_gets(log)) == 2
+    assert sum(r.sent for r in log) == w.footer_size + 100_000 + 4
+
+
+def test_a_file_size_hint_past_the_object_is_a_puffin_error(s3: CountingS3Server) -> None:
+    url = f"s3://{BUCKET}/hint.puffin"
+    w = _write(url, blobs=5, size=1000)
+    with pytest.raises(puffin.InvalidFileError, match="truncated"):
+        with puffin.open(url, file_size=w.file_size * 100) as reader:
+            reader.read_blob(0)

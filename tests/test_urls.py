@@ -54,6 +54,12 @@ def test_is_url(location: str, url: bool) -> None:
         ("file:///tmp/a.puffin", "/tmp/a.puffin"),
         ("file:/tmp/a.puffin", "/tmp/a.puffin"),
         ("file://localhost/tmp/a.puffin", "/tmp/a.puffin"),
+        ("FILE:///tmp/a.puffin", "/tmp/a.puffin"),
+        # '#' and '?' name the file: Iceberg writers do not escape them
+        ("file:///tmp/stats#1.puffin", "/tmp/stats#1.puffin"),
+        ("file:/tmp/a?b.puffin", "/tmp/a?b.puffin"),
+        ("file:///tmp/a%20b.puffin", "/tmp/a%20b.puffin"),  # kept, as pyiceberg does
+        ("file://", ""),
         ("s3://bucket/a.puffin", None),
     ],
 )
@@ -173,3 +179,78 @@ def test_cli_reads_file_urls(tmp_path: Path) -> None:
                              capture_output=True, timeout=120)
         assert run.returncode == 0, run.stderr
     assert run.stdout == b"world"
+
+
+def test_a_file_url_with_a_hash_writes_that_file(tmp_path: Path) -> None:
+    (tmp_path / "stats").write_bytes(b"unrelated")
+    _write(f"file://{tmp_path}/stats#1.puffin")
+    assert (tmp_path / "stats").read_bytes() == b"unrelated"
+    with puffin.open(f"file://{tmp_path}/stats#1.puffin") as reader:
+        assert reader.read_blob(1) == b"world"
+
+
+@pytest.mark.parametrize("target", ["file:", "file://localhost", "{}/dir/"])
+def test_a_target_without_a_file_name_is_refused_up_front(tmp_path: Path, target: str) -> None:
+    from puffin import writer as writer_module
+
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(IsADirectoryError, match="give the file's name"):
+        puffin.create(target.format(tmp_path))
+    assert writer_module._UNLINKABLE == set()  # the device keeps its unnamed temporaries
+
+
+def _large_write(target: str, monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
+    monkeypatch.setattr(_url, "UPLOAD_BUFFER_SIZE", 1024)
+    with puffin.create(target) as writer:
+        for i in range(8):
+            writer.add_blob(bytes([i]) * 1000, type="t", fields=[i])
+        if fail:
+            raise RuntimeError("boom")
+
+
+def test_a_large_memory_write_is_invisible_until_closed_and_gone_on_error(
+    memory: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fs = fsspec.filesystem("memory")
+    with pytest.raises(RuntimeError, match="boom"):
+        _large_write("memory://b/big.puffin", monkeypatch, fail=True)
+    assert not fs.exists("/b/big.puffin")
+    _large_write("memory://b/big.puffin", monkeypatch, fail=False)
+    with puffin.open("memory://b/big.puffin") as reader:
+        assert reader.read_blob(7) == bytes([7]) * 1000
+
+
+def test_a_local_fsspec_url_writes_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "t.puffin"
+    target.write_bytes(b"previous")
+    with pytest.raises(RuntimeError, match="boom"):  # the caller's error, not a cleanup's
+        _large_write(f"local://{target}", monkeypatch, fail=True)
+    assert target.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.puffin"]
+
+
+def test_a_local_pyiceberg_output_file_writes_atomically(tmp_path: Path) -> None:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    target = tmp_path / "t.puffin"
+    target.write_bytes(b"previous")
+    output = PyArrowFileIO().new_output(f"file://{target}")
+    with pytest.raises(RuntimeError, match="boom"), puffin.create(output) as writer:
+        writer.add_blob(b"x" * 100_000, type="t", fields=[1])
+        raise RuntimeError("boom")
+    assert target.read_bytes() == b"previous"
+    with puffin.create(output) as writer:
+        writer.add_blob(b"new", type="t", fields=[1])
+    assert writer.path == f"file://{target}"
+    with puffin.open(str(target)) as reader:
+        assert reader.read_blob(0) == b"new"
+
+
+def test_unencodable_properties_fail_at_create_not_at_close(tmp_path: Path) -> None:
+    with pytest.raises(UnicodeEncodeError):
+        puffin.create(tmp_path / "a.puffin", created_by="bad \udc80")
+    with pytest.raises(UnicodeEncodeError):
+        puffin.create(tmp_path / "a.puffin", properties={"k": "bad \udc80"})
+    assert list(tmp_path.iterdir()) == []

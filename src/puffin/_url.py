@@ -16,9 +16,11 @@ uploaded at close).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
+import shutil
 import tempfile
 import threading
 from typing import Any
@@ -59,13 +61,21 @@ def is_url(location: object) -> bool:
 
 
 def local_path(location: str) -> str | None:
-    """The local path of a ``file:`` URL (as pyiceberg maps it), else ``None``."""
-    parsed = urlparse(location)
-    if parsed.scheme != "file":
+    """The local path of a ``file:`` URL (as pyiceberg maps it), else ``None``.
+
+    Everything after the authority is the path, ``#`` and ``?`` included: Iceberg writers
+    (Hadoop's ``Path``, fsspec) do not escape them, so they name the file, not a fragment
+    or a query.  Percent escapes are kept as they are, as pyiceberg and Hadoop do.
+    """
+    if location[:5].lower() != "file:":
         return None
-    if parsed.netloc in ("", "localhost"):
-        return parsed.path
-    return f"{parsed.netloc}{parsed.path}"
+    rest = location[5:]
+    if not rest.startswith("//"):
+        return rest  # file:/x, Iceberg Java's form
+    netloc, slash, path = rest[2:].partition("/")
+    if netloc in ("", "localhost"):
+        return slash + path
+    return f"{netloc}{slash}{path}"
 
 
 def is_input_file(obj: object) -> bool:
@@ -142,6 +152,12 @@ class _FsspecSource:
             data = self._fs.cat_file(self._path, start=offset, end=offset + length)
         except FileNotFoundError as exc:
             raise _not_found(self.name or self._path, exc) from None
+        except OSError as exc:
+            # HTTP 416: the whole range lies past the object's end, i.e. a ``file_size``
+            # larger than the object; a range that only overlaps the end reads short.
+            if exc.errno != errno.EINVAL and "range" not in str(exc).lower():
+                raise
+            raise short_read(offset, length, 0) from None
         if len(data) != length:
             raise short_read(offset, length, len(data))
         return bytes(data)
@@ -194,6 +210,10 @@ def open_url_source(
     ``file:`` URLs are the caller's to open as paths (see :func:`local_path`).
     """
     if is_input_file(location):
+        fs = getattr(location, "_fs", None)  # pyiceberg's FsspecInputFile
+        if fs is not None and callable(getattr(fs, "cat_file", None)):
+            # Its open() is a buffered file that reads ahead (s3fs: 50 MiB blocks).
+            return _FsspecSource(fs, location.location, location.location, file_size)
         return _StreamSource(location, file_size)
     if io is not None and not callable(getattr(io, "get_fs", None)):
         return _StreamSource(io.new_input(location), file_size)
@@ -232,9 +252,16 @@ class Upload:
         return size
 
     def _start_spill(self) -> Any:
-        if self._fs is not None:
+        if self._fs is not None and _aborts_uploads(self._fs):
             return self._fs.open(self._path, "wb", block_size=UPLOAD_BUFFER_SIZE)
-        return tempfile.TemporaryFile()  # unnamed on Linux: nothing to leave behind
+        # Other stores (and FileIO streams) may show or keep a partial object: spool to an
+        # unnamed local file (nothing to leave behind) and send it whole at commit.
+        return tempfile.TemporaryFile()
+
+    @property
+    def _streaming(self) -> bool:
+        """Whether the spill is the store's own multipart upload (not a local spool)."""
+        return self._spill is not None and self._fs is not None and _aborts_uploads(self._fs)
 
     def flush(self) -> None:
         pass
@@ -246,8 +273,13 @@ class Upload:
         try:
             if self._fs is not None and self._spill is None:
                 self._fs.pipe_file(self._path, bytes(self._buffer))
-            elif self._fs is not None:
+            elif self._streaming:
                 self._spill.close()  # completes the multipart upload
+            elif self._fs is not None:  # a store that cannot abort: one copy, at the end
+                self._spill.seek(0)
+                with self._fs.open(self._path, "wb") as out:
+                    shutil.copyfileobj(self._spill, out, UPLOAD_BUFFER_SIZE)
+                self._spill.close()
             else:
                 self._upload_through_fileio()
         except FileNotFoundError as exc:  # a missing bucket
@@ -278,16 +310,18 @@ class Upload:
             return
         self._done = True
         self._buffer = bytearray()
+        streaming = self._streaming
         spill, self._spill = self._spill, None
         if spill is None:
             return
-        if self._fs is None:
+        if not streaming:
             spill.close()
             return
-        discard = getattr(spill, "discard", None)
-        if discard is not None:
-            discard()  # s3fs, gcsfs: abort the multipart upload
-        spill.closed = True  # so that its __del__ does not complete the upload after all
+        # Cleanup must never hide the error that led here: failures to abort are dropped.
+        with contextlib.suppress(Exception):
+            spill.discard()  # s3fs, gcsfs, adlfs: abort the multipart upload
+        with contextlib.suppress(Exception):
+            spill.closed = True  # so that its __del__ does not complete the upload after all
 
     def close(self) -> None:
         """Without :meth:`commit` first, this abandons the upload."""
@@ -297,6 +331,17 @@ class Upload:
         self.discard()
 
 
+# fsspec protocols whose files upload in parts that are completed only at close and
+# aborted by ``discard()`` (s3fs, gcsfs, adlfs).  Other filesystems' writable files may show
+# the object while it is written (memory), write in place (local) or not abort at all.
+_ABORTABLE = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
+
+
+def _aborts_uploads(fs: Any) -> bool:
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return any(p in _ABORTABLE for p in protocols)
+
+
 def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
     """How to write ``target``: a local path (for ``file:``), an :class:`Upload`, or None.
 
@@ -304,6 +349,9 @@ def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
     file object the writer handles itself.
     """
     if is_output_file(target):
+        path = local_path(target.location) if is_url(target.location) else target.location
+        if path is not None:  # a local file: the atomic local writer, not create(overwrite)
+            return path
         return Upload(target.location, output=target)
     if not is_url(target):
         return None
@@ -313,4 +361,6 @@ def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
     if io is not None and not callable(getattr(io, "get_fs", None)):
         return Upload(target, output=io.new_output(target))
     fs, fs_path = _fsspec_fs(target, io)
+    if "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)):
+        return str(fs_path)  # local:// and the like: the atomic local writer
     return Upload(target, fs=fs, path=fs_path)

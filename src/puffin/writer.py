@@ -54,6 +54,7 @@ class PuffinWriter:
         if created_by is not None:
             if not isinstance(created_by, str):
                 raise TypeError(f"created_by must be a str, got {type(created_by).__name__}")
+            created_by.encode("utf-8")  # unpaired surrogates fail now, not at close()
             if properties and CREATED_BY in properties:
                 raise ValueError("give created-by either as created_by or in properties, not both")
             props[CREATED_BY] = created_by
@@ -70,8 +71,12 @@ class PuffinWriter:
         if isinstance(resolved, Upload):
             self._out: IO[bytes] | Upload = resolved
             self.path, self._owns_output = resolved.name, True
-        elif isinstance(target, (str, os.PathLike)):
-            self.path = os.fspath(target)
+        elif isinstance(target, (str, os.PathLike)) or resolved is not None:
+            # A path, a file: URL, or a local pyiceberg OutputFile: atomic local writes.
+            if isinstance(target, (str, os.PathLike)):
+                self.path = os.fspath(target)
+            else:
+                self.path = str(getattr(target, "location", resolved))
             self._staging = _Staging(self.path if resolved is None else resolved)
             self._out = os.fdopen(self._staging.fd, "wb")
             self._owns_output = True
@@ -245,15 +250,18 @@ def check_blob_arguments(
         if isinstance(v, bool) or not isinstance(v, int) or not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"{name} must be an int64 value, got {v!r}")
     check_properties(properties)
-    for text in (type, *(properties or {}).keys(), *(properties or {}).values()):
-        text.encode("utf-8")  # raises UnicodeEncodeError for unpaired surrogates
+    type.encode("utf-8")  # raises UnicodeEncodeError for unpaired surrogates
     return field_ids
 
 
 def check_properties(properties: Mapping[str, str] | None) -> None:
+    """Properties map str to str, and every string is valid UTF-8 (no unpaired surrogate):
+    checked when given, not when the footer is written after every blob."""
     for k, v in (properties or {}).items():
         if not isinstance(k, str) or not isinstance(v, str):
             raise ValueError(f"properties must map str to str, got {k!r}: {v!r}")
+        k.encode("utf-8")  # raises UnicodeEncodeError for unpaired surrogates
+        v.encode("utf-8")
 
 
 class _Staging:
@@ -269,6 +277,10 @@ class _Staging:
     def __init__(self, target: str) -> None:
         self.target = target
         self.directory = os.path.dirname(os.path.abspath(target))
+        if not os.path.basename(target):  # "", "dir/", a file: URL without a path
+            raise IsADirectoryError(
+                errno.EISDIR, "names a directory, not a file: give the file's name", target
+            )
         if os.path.isdir(target):
             raise IsADirectoryError(
                 errno.EISDIR, "is a directory: cannot write a Puffin file over it", target
@@ -303,7 +315,10 @@ class _Staging:
             return False
         except FileExistsError:
             pass
-        except OSError:  # this system cannot name an unnamed file: copy it (rare)
+        except OSError as exc:
+            if not _cannot_link(exc, self.directory):
+                raise  # the target's own problem (no space, no directory, ...): say so
+            # This system cannot name an unnamed file: copy it (rare).
             _UNLINKABLE.add(os.fstat(self.fd).st_dev)
             fd, self.tmp_path = _create_temporary(self.directory, os.path.basename(self.target))
             try:
@@ -352,6 +367,19 @@ def _open_unnamed(directory: str) -> int | None:
         if exc.errno in _NO_O_TMPFILE:
             return None
         raise
+
+
+# What linkat of an unnamed file gives when the system, not the target, is the obstacle:
+# /proc in another mount (EXDEV) or missing (ENOENT), AT_EMPTY_PATH without
+# CAP_DAC_READ_SEARCH (ENOENT), or a sandbox that forbids it (EPERM, EOPNOTSUPP, EINVAL).
+_LINK_UNSUPPORTED = {errno.EXDEV, errno.ENOENT, errno.EPERM, errno.EOPNOTSUPP, errno.EINVAL}
+
+
+def _cannot_link(exc: OSError, directory: str) -> bool:
+    """Whether ``exc`` from :func:`_link_fd` means this system cannot link unnamed files
+    (so later writers on the device should start with a named file), not that the target
+    is unusable (its directory gone, a full disk, a read-only file system, ...)."""
+    return exc.errno in _LINK_UNSUPPORTED and os.path.isdir(directory)
 
 
 def _link_fd(fd: int, path: str) -> None:
