@@ -21,7 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "puffin"
 
 # Rank of each part of the package: a module may import only from lower ranks or its own part.
-_CORE = {"errors", "layout", "limits", "_source", "_url", "metadata", "codecs", "reader", "writer"}
+_CORE = {
+    "errors", "layout", "limits", "_source", "_url", "_staging", "metadata", "codecs", "reader",
+    "writer",
+}
 _RANKS = {
     "blobs": 1,
     "_integration": 2,

@@ -154,7 +154,7 @@ def test_verify_v3_table_ok(v3: tuple[Table, dict[str, Any]]) -> None:
 
 
 def test_verify_catches_wrong_record_count(catalog: Catalog, base: Table) -> None:
-    from puffin.iceberg.deletes import _CONTENT_SIZE
+    from puffin.iceberg.deletes import CONTENT_SIZE
 
     positions = _positions(base)
 
@@ -162,7 +162,7 @@ def test_verify_catches_wrong_record_count(catalog: Catalog, base: Table) -> Non
         records[1][4] = records[1].record_count + 1  # data_file.record_count disagrees
 
     def shrink(records: list[Any]) -> None:
-        records[2][_CONTENT_SIZE] = records[2][_CONTENT_SIZE] - 1  # a range one byte short
+        records[2][CONTENT_SIZE] = records[2][CONTENT_SIZE] - 1  # a range one byte short
 
     commit_deletion_vectors_v3(catalog, base, positions, new_identifier="db.v3bad", tamper=tamper)
     report = verify_table(catalog.load_table("db.v3bad"))

@@ -191,12 +191,12 @@ def test_a_file_url_with_a_hash_writes_that_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("target", ["file:", "file://localhost", "{}/dir/"])
 def test_a_target_without_a_file_name_is_refused_up_front(tmp_path: Path, target: str) -> None:
-    from puffin import writer as writer_module
+    from puffin import _staging
 
     (tmp_path / "dir").mkdir()
     with pytest.raises(IsADirectoryError, match="give the file's name"):
         puffin.create(target.format(tmp_path))
-    assert writer_module._UNLINKABLE == set()  # the device keeps its unnamed temporaries
+    assert _staging._UNLINKABLE == set()  # the device keeps its unnamed temporaries
 
 
 def _large_write(target: str, monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:

@@ -163,3 +163,121 @@ def test_statistics_commit_on_a_v3_table(tmp_path: Path) -> None:
     assert read_table_statistics(loaded)["id"].ndv == ROWS - 10
     assert verify_table(loaded).ok, verify_table(loaded).problems
     assert _ids(loaded) == list(range(10, ROWS))
+
+
+# -- found in review --------------------------------------------------------------------------
+
+
+def _live_delete_entries(table: Table) -> list[Any]:
+    """Every entry of the current snapshot's delete manifests, DELETED ones included."""
+    from pyiceberg.avro.file import AvroFile
+    from pyiceberg.manifest import (
+        MANIFEST_ENTRY_SCHEMAS,
+        DataFile,
+        DataFileContent,
+        FileFormat,
+        ManifestEntry,
+        ManifestEntryStatus,
+    )
+
+    from puffin.iceberg.deletes import read_manifest_list
+
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    out = []
+    for m in read_manifest_list(table.io, snapshot.manifest_list):
+        if m.content.name != "DELETES":
+            continue
+        with AvroFile[ManifestEntry](
+            table.io.new_input(m.manifest_path),
+            MANIFEST_ENTRY_SCHEMAS[3],
+            read_types={-1: ManifestEntry, 2: DataFile},
+            read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
+        ) as reader:
+            out.extend(reader)
+    return out
+
+
+def test_a_superseded_vector_is_marked_deleted_by_the_snapshot_that_removes_it(
+    tmp_path: Path,
+) -> None:
+    """The spec: an entry's snapshot_id is "Snapshot id where the file was added, or deleted
+    if status is 2"."""
+    table = _table(make_catalog(tmp_path / "wh"))
+    first = delete_rows(table, "id = 1 or id = 201")
+    second = delete_rows(first.table, "id = 2")
+    entries = _live_delete_entries(second.table)
+    deleted = [e for e in entries if e.status.name == "DELETED"]
+    kept = [e for e in entries if e.status.name == "EXISTING"]
+    assert len(deleted) == 1 and deleted[0].snapshot_id == second.snapshot_id
+    assert len(kept) == 1 and kept[0].snapshot_id == first.snapshot_id
+
+
+def test_upgrade_removes_position_delete_files_that_name_their_data_file(
+    tmp_path: Path,
+) -> None:
+    """Java 1.7+ writes referenced_data_file on file-scoped Parquet position deletes too;
+    such a file is removed by path like any other, not left live beside the new DV."""
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    from iceberg_fixtures import _commit_delete_snapshot
+    from puffin.conformance._tables import write_position_delete_file
+    from puffin.iceberg._plan import plan_files
+
+    catalog = make_catalog(tmp_path / "wh")
+    catalog.create_namespace_if_not_exists("db")
+    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    table = catalog.load_table("db.t")
+    data = plan_files(table, table.current_snapshot())[0].path
+    parquet = write_position_delete_file(table, {data: [1, 2]})
+    record = DataFile.from_args(
+        _table_format_version=3, content=DataFileContent.POSITION_DELETES,
+        file_path=parquet.file_path, file_format=FileFormat.PARQUET, partition=Record(),
+        record_count=2, file_size_in_bytes=parquet.file_size_in_bytes,
+        referenced_data_file=data,
+    )
+    record.spec_id = 0
+    v2 = _commit_delete_snapshot(
+        catalog, table, [record], format_version=3, new_identifier="db.t2", broken="v2"
+    )
+    v3 = upgrade_to_v3(v2)
+    live = [e for e in _live_delete_entries(v3) if e.status.name != "DELETED"]
+    assert [e.data_file.file_format.name for e in live] == ["PUFFIN"]
+    assert _ids(v3) == [0, *range(3, 10)]
+
+
+def test_upgrade_refuses_positions_past_a_files_end(tmp_path: Path) -> None:
+    from iceberg_fixtures import commit_position_deletes_v2
+    from puffin.iceberg._plan import plan_files
+
+    catalog = make_catalog(tmp_path / "wh")
+    catalog.create_namespace_if_not_exists("db")
+    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    table = catalog.load_table("db.t")
+    data = plan_files(table, table.current_snapshot())[0].path
+    v2 = commit_position_deletes_v2(catalog, table, {data: [1]}, new_identifier="db.t2")
+    with pytest.raises(ValueError, match="past its 10 rows"):
+        upgrade_to_v3(v2, positions={data: [1, 10]})
+    assert catalog.load_table("db.t2").metadata.format_version == 2
+
+
+def test_a_branch_commit_that_moves_next_row_id_is_a_conflict_retried(tmp_path: Path) -> None:
+    """Another writer's snapshot on a branch advances next-row-id but not main: our
+    snapshot's first-row-id is stale, which is a lost race, not a failure."""
+    from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
+
+    catalog = make_catalog(tmp_path / "wh")
+    table = _table(catalog)
+    stale = catalog.load_table("db.t")
+    staged = _v3.write_delete_snapshot(table, [], set(), operation="append")
+    branch = SetSnapshotRefUpdate.model_validate(
+        {"type": "branch", "ref-name": "audit", "snapshot-id": staged.snapshot.snapshot_id}
+    )
+    moved = _v3.commit(table, [], [AddSnapshotUpdate(snapshot=staged.snapshot), branch])
+    assert moved.metadata.next_row_id > stale.metadata.next_row_id
+    result = delete_rows(stale, "id = 1")
+    assert result.attempts == 2
+    assert 1 not in _ids(result.table)

@@ -65,7 +65,6 @@ __all__ = [
     "DeleteSnapshot",
     "ManifestListWriterV3",
     "commit",
-    "delete_file_key",
     "pyiceberg_writes_v3",
     "to_v3_manifest_file",
     "write_delete_snapshot",
@@ -275,14 +274,22 @@ def commit(
     """
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table import Table as PyTable
 
     catalog = table.catalog
     if pyiceberg_writes_v3() or isinstance(catalog, RestCatalog):
         response = catalog.commit_table(table, tuple(requirements), tuple(updates))
     elif isinstance(catalog, SqlCatalog):
-        with _writes_v3(catalog):
-            response = catalog.commit_table(table, tuple(requirements), tuple(updates))
+        try:
+            with _writes_v3(catalog):
+                response = catalog.commit_table(table, tuple(requirements), tuple(updates))
+        except ValueError as exc:
+            # A commit to another branch moved next-row-id past our snapshot's first-row-id
+            # while main stayed put: a lost race like any other, so the caller retries.
+            if "next-row-id" not in str(exc):
+                raise
+            raise CommitFailedException(f"row lineage moved on: {exc}") from exc
     else:
         raise UnsupportedTableError(
             f"cannot commit Iceberg v3 metadata through a {type(catalog).__name__}: pyiceberg "
@@ -300,16 +307,6 @@ def commit(
 
 # --- a snapshot that changes only delete files ------------------------------------------------
 
-# Positions of the v3-only data_file fields in pyiceberg's v3 DataFile struct.
-REFERENCED_DATA_FILE, CONTENT_OFFSET, CONTENT_SIZE = 17, 18, 19
-
-
-def delete_file_key(data_file: DataFile) -> tuple[str, str | None]:
-    """What identifies a delete file: its path, and for a DV the data file it references."""
-    referenced = data_file[REFERENCED_DATA_FILE] if len(data_file) > REFERENCED_DATA_FILE else None
-    return str(data_file.file_path), None if referenced is None else str(referenced)
-
-
 @dataclass(frozen=True)
 class DeleteSnapshot:
     """A written but uncommitted snapshot, and every file written for it (to clean up)."""
@@ -325,9 +322,11 @@ def _metadata_file(table: Table, name: str) -> str:
 def _entry(status: Any, snapshot_id: int, entry: ManifestEntry | None, data_file: Any) -> Any:
     from pyiceberg.manifest import ManifestEntry
 
+    # The spec: "Snapshot id where the file was added, or deleted if status is 2": callers
+    # pass the entry's own id for EXISTING entries and the new snapshot's otherwise.
     return ManifestEntry.from_args(
         status=status,
-        snapshot_id=snapshot_id if entry is None else entry.snapshot_id,
+        snapshot_id=snapshot_id,
         sequence_number=None if entry is None else entry.sequence_number,
         file_sequence_number=None if entry is None else entry.file_sequence_number,
         data_file=data_file,
@@ -345,7 +344,7 @@ def _delete_manifests(
     from pyiceberg.manifest import ManifestContent
     from pyiceberg.manifest import ManifestEntryStatus as S
 
-    from puffin.iceberg.deletes import read_manifest_entries
+    from puffin.iceberg.deletes import delete_file_key, read_manifest_entries
 
     carried: list[ManifestFile] = []
     gone_files: list[DataFile] = []

@@ -35,8 +35,13 @@ def check_deletes(table: Table, snapshot: Snapshot, *, vectors: bool = True) -> 
 
     from puffin._integration.locations import open_input
     from puffin.blobs.deletion_vector import read_deletion_vector
-    from puffin.iceberg._v3 import CONTENT_OFFSET, CONTENT_SIZE, delete_file_key
-    from puffin.iceberg.deletes import read_manifest_entries, read_manifest_list
+    from puffin.iceberg.deletes import (
+        CONTENT_OFFSET,
+        CONTENT_SIZE,
+        delete_file_key,
+        read_manifest_entries,
+        read_manifest_list,
+    )
 
     out: list[Finding] = []
     version = table.metadata.format_version

@@ -242,7 +242,19 @@ def read_manifest_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEn
 
 
 # Positions of the v3-only data_file fields in pyiceberg's v3 DataFile struct.
-_REFERENCED_DATA_FILE, _CONTENT_OFFSET, _CONTENT_SIZE = 17, 18, 19
+REFERENCED_DATA_FILE, CONTENT_OFFSET, CONTENT_SIZE = 17, 18, 19
+
+
+def delete_file_key(data_file: DataFile) -> tuple[str, str | None]:
+    """What identifies a delete file: its path, and for a DV the data file it references
+    (one Puffin file holds many DVs).  A Parquet position-delete file is its path alone,
+    even when it records ``referenced_data_file`` (Java does for file-scoped deletes)."""
+    from pyiceberg.manifest import FileFormat
+
+    if data_file.file_format != FileFormat.PUFFIN:
+        return str(data_file.file_path), None
+    referenced = data_file[REFERENCED_DATA_FILE] if len(data_file) > REFERENCED_DATA_FILE else None
+    return str(data_file.file_path), None if referenced is None else str(referenced)
 
 
 def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list[DeletionVectorRef]:
@@ -268,8 +280,8 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
                 or df.file_format != FileFormat.PUFFIN
             ):
                 continue
-            referenced = df[_REFERENCED_DATA_FILE]
-            offset, size = df[_CONTENT_OFFSET], df[_CONTENT_SIZE]
+            referenced = df[REFERENCED_DATA_FILE]
+            offset, size = df[CONTENT_OFFSET], df[CONTENT_SIZE]
             if referenced is None or offset is None or size is None:
                 raise TableMetadataError(
                     f"delete manifest {manifest.manifest_path}: PUFFIN delete file "

@@ -153,7 +153,10 @@ def upgrade_to_v3(
     position-delete files are removed.  A v3 table is returned as it is.  ``positions``
     (``{data file: positions}``, computed elsewhere from those files: Spark) is used for
     the first attempt instead of reading the delete files here; a retry after a concurrent
-    commit reads them again.
+    commit reads them again.  It must hold every deleted position of those files, keyed by
+    the data files' paths as the manifests write them: a data file missing from it keeps no
+    deletes (its position-delete files are removed all the same).  A position past a data
+    file's end is a ``ValueError``.
     """
     from pyiceberg.table.update import UpgradeFormatVersionUpdate
 
@@ -210,13 +213,20 @@ def _position_deletes(
         removed.update((str(d.file_path), None) for d in parquet)
         if given is None:
             found = index.positions(p.path, p.delete_files)
+            if found is not None:
+                found = found[found < p.record_count]  # a stray position deletes nothing
         elif p.path in given:
             dv = given[p.path]
             found = (dv if isinstance(dv, DeletionVector) else DeletionVector(dv)).to_numpy()
+            if len(found) and int(found.max()) >= p.record_count:
+                raise ValueError(
+                    f"positions for {p.path} go up to {int(found.max())}, past its "
+                    f"{p.record_count} rows"
+                )
         else:
             found = None
         if found is not None and len(found):
-            merged[p.path] = np.asarray(found[found < p.record_count], dtype=np.int64)
+            merged[p.path] = np.asarray(found, dtype=np.int64)
     return merged, removed
 
 
@@ -362,7 +372,7 @@ def snapshot_summary(
         update_snapshot_summaries,
     )
 
-    from puffin.iceberg._v3 import CONTENT_SIZE
+    from puffin.iceberg.deletes import CONTENT_SIZE
 
     def view(df: DataFile) -> DataFile:
         dv = df.file_format == FileFormat.PUFFIN and len(df) > CONTENT_SIZE
