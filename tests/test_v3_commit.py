@@ -281,3 +281,37 @@ def test_a_branch_commit_that_moves_next_row_id_is_a_conflict_retried(tmp_path: 
     result = delete_rows(stale, "id = 1")
     assert result.attempts == 2
     assert 1 not in _ids(result.table)
+
+
+@pytest.mark.parametrize("operation", ["delete", "upgrade"])
+def test_a_snapshot_that_fails_to_write_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """A failure after the Puffin file and the manifests are written, before the commit
+    (here: writing the manifest list), removes every file written for it."""
+    from iceberg_fixtures import commit_position_deletes_v2
+    from puffin.iceberg._plan import plan_files
+
+    warehouse = tmp_path / "wh"
+    catalog = make_catalog(warehouse)
+    if operation == "delete":
+        table = _table(catalog)
+    else:
+        catalog.create_namespace_if_not_exists("db")
+        base = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+        base.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+        base = catalog.load_table("db.t")
+        data = plan_files(base, base.current_snapshot())[0].path
+        table = commit_position_deletes_v2(catalog, base, {data: [1]}, new_identifier="db.t2")
+    before = {p for p in warehouse.rglob("*") if p.is_file()}
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_v3.ManifestListWriterV3, "add_manifests", broken)
+    with pytest.raises(OSError, match="No space"):
+        if operation == "delete":
+            delete_rows(table, "id < 5")
+        else:
+            upgrade_to_v3(table)
+    assert {p for p in warehouse.rglob("*") if p.is_file()} == before

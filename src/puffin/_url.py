@@ -179,8 +179,12 @@ class _StreamSource:
             raise _not_found(input_file.location, exc) from None
         self._lock = threading.Lock()  # for streams without positional reads
         if file_size is None:
-            size = getattr(self._stream, "size", None)
-            file_size = int(size() if callable(size) else self._stream.seek(0, os.SEEK_END))
+            try:
+                size = getattr(self._stream, "size", None)
+                file_size = int(size() if callable(size) else self._stream.seek(0, os.SEEK_END))
+            except BaseException:
+                self._stream.close()  # the reader never got it: nobody else would close it
+                raise
         self.size = file_size
 
     def read_at(self, offset: int, length: int) -> bytes:

@@ -339,6 +339,7 @@ def _delete_manifests(
     added: Sequence[DataFile],
     removed: set[tuple[str, str | None]],
     snapshot_id: int,
+    written: list[str],
 ) -> tuple[list[ManifestFile], list[ManifestFile], list[DataFile]]:
     """Manifests carried as they are, new v3 delete manifests (one per spec), files removed."""
     from pyiceberg.manifest import ManifestContent
@@ -371,8 +372,9 @@ def _delete_manifests(
     new: list[ManifestFile] = []
     for spec_id, entries in sorted(groups.items()):
         path = _metadata_file(table, f"{uuid.uuid4()}-m{len(new)}.avro")
-        out = table.io.new_output(path)
+        written.append(path)  # before writing: a partial manifest is cleaned up too
         spec = table.specs()[spec_id]
+        out = table.io.new_output(path)
         with DeleteManifestWriterV3(spec, table.schema(), out, snapshot_id, "deflate") as w:
             for e in entries:
                 w.add_entry(e)
@@ -396,7 +398,7 @@ def write_delete_snapshot(
     """
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 
-    from puffin.iceberg.deletes import read_manifest_list
+    from puffin.iceberg.deletes import read_manifest_list, remove_files
     from puffin.iceberg.row_deletes import snapshot_summary
 
     parent = table.current_snapshot()
@@ -406,17 +408,21 @@ def write_delete_snapshot(
     sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
     first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
     manifests = read_manifest_list(table.io, parent.manifest_list)
-    carried, new, gone = _delete_manifests(table, manifests, added, removed, snapshot_id)
+    written: list[str] = []
     list_path = _metadata_file(table, f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
-    written = (*(m.manifest_path for m in new), list_path)
-    with ManifestListWriterV3(
-        table.io.new_output(list_path),
-        snapshot_id,
-        parent.snapshot_id,
-        sequence_number,
-        first_row_id,
-    ) as writer:
-        writer.add_manifests([*carried, *new])
+    try:
+        carried, new, gone = _delete_manifests(
+            table, manifests, added, removed, snapshot_id, written
+        )
+        written.append(list_path)
+        with ManifestListWriterV3(
+            table.io.new_output(list_path), snapshot_id, parent.snapshot_id,
+            sequence_number, first_row_id,
+        ) as writer:
+            writer.add_manifests([*carried, *new])
+    except BaseException:
+        remove_files(table, written)
+        raise
     props = snapshot_summary(table, parent, added, gone)
     snapshot = Snapshot.model_validate(
         {
@@ -430,4 +436,4 @@ def write_delete_snapshot(
             "added-rows": writer.next_row_id - first_row_id,
         }
     )
-    return DeleteSnapshot(snapshot, written)
+    return DeleteSnapshot(snapshot, tuple(written))

@@ -365,3 +365,13 @@ def apply_deletion_vector(data: pa.Table | pa.RecordBatch, dv: Any, *, offset: i
     if mask is None:
         return data
     return data.filter(pa.array(mask))
+
+
+def remove_files(table: Table, locations: Iterable[str]) -> None:
+    """Delete files written for a commit that did not happen (best effort: the commit's
+    own error is what the caller reports)."""
+    for location in locations:
+        try:
+            table.io.delete(location)
+        except OSError:  # pragma: no cover - the commit error is what matters
+            pass

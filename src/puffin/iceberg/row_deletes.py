@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.errors import CommitConflictError, UnsupportedTableError
 from puffin.iceberg._row_filter import bind_where, matching_positions
+from puffin.iceberg.deletes import remove_files
 
 if TYPE_CHECKING:
     import numpy as np
@@ -176,7 +177,11 @@ def upgrade_to_v3(
         else:
             entries, files = _write_vectors(table, planned, merged) if merged else ([], [])
             written = (str(entries[0].path),) if entries else ()
-            staged = _v3.write_delete_snapshot(table, files, removed, operation="replace")
+            try:
+                staged = _v3.write_delete_snapshot(table, files, removed, operation="replace")
+            except BaseException:
+                remove_files(table, written)
+                raise
             written += staged.written
             requirements, more = snapshot_updates(table, staged.snapshot)
             updates = [upgrade, *more]
@@ -336,16 +341,7 @@ def _discard(table: Table, locations: Sequence[str], exc: BaseException) -> None
     from pyiceberg.exceptions import CommitStateUnknownException
 
     if not isinstance(exc, CommitStateUnknownException):
-        _remove(table, locations)
-
-
-def _remove(table: Table, locations: Sequence[str]) -> None:
-    """Delete files written for an attempt that was not committed (best effort)."""
-    for location in locations:
-        try:
-            table.io.delete(location)
-        except OSError:  # pragma: no cover - the commit error is what matters
-            pass
+        remove_files(table, locations)
 
 
 def _ref_requirement(table: Table, snapshot: Snapshot | None) -> list[Any]:
