@@ -9,9 +9,9 @@ Object stores charge by request, so reads are ranged: one request per ``read_at`
 read-ahead cache, and the object's size from one HEAD unless the caller knows it
 (``file_size=``).  Writes never show a partial object: the bytes are buffered in memory
 and sent in one PUT when the writer closes; past :data:`UPLOAD_BUFFER_SIZE` they go out as
-a multipart upload that is completed only at close and aborted on error (where the
-FileIO's stream cannot abort, they are spooled to an unnamed local file instead and
-uploaded at close).
+a multipart upload that is completed only at close and aborted on error (S3, GCS,
+Azure).  Where the store or the FileIO's stream cannot abort, they are spooled to an
+unnamed local file instead and copied at close.
 """
 
 from __future__ import annotations
