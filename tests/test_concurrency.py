@@ -223,3 +223,43 @@ def test_throughput_by_thread_count(
                     assert problems == []
                     figures.setdefault(f"{label}, {kind}", {})[threads] = round(reads / seconds)
     print(json.dumps({"reads_per_second": figures}))
+
+
+def test_closing_a_shared_path_reader_never_hands_out_another_files_bytes(
+    sample: tuple[Path, list[bytes]], tmp_path: Path
+) -> None:
+    """close() waits for reads in flight: a thread that fetched the descriptor before the
+    close must not read whatever file the OS gives that number to next."""
+    path, payloads = sample
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"\xee" * 300_000)
+    wrong: list[int] = []
+    for _ in range(20):
+        reader = puffin.open(path)
+        blobs = reader.blobs
+        stop = threading.Event()
+
+        def read(
+            reader: puffin.PuffinReader = reader, blobs: Any = blobs, stop: Any = stop
+        ) -> None:
+            while not stop.is_set():
+                i = random.randrange(len(blobs))
+                try:
+                    data = reader.read_blob(i)
+                except (ValueError, OSError):  # closed: refused, never wrong bytes
+                    return
+                if data != payloads[i]:
+                    wrong.append(i)
+
+        threads = [threading.Thread(target=read) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.01)
+        reader.close()
+        handles = [open(other, "rb") for _ in range(8)]  # take the freed descriptor numbers
+        stop.set()
+        for t in threads:
+            t.join()
+        for h in handles:
+            h.close()
+    assert wrong == []

@@ -81,19 +81,26 @@ class _PathSource:
             raise
         self.size = actual if file_size is None else file_size
         self._lock = None if hasattr(os, "pread") else threading.Lock()
+        # Reads in flight: close() waits for them, so a descriptor number that the OS hands
+        # to another file after close is never read by a thread that fetched it before.
+        self._state = threading.Condition()
+        self._reading = 0
 
     def read_at(self, offset: int, length: int) -> bytes:
         _check_range(offset, length, self.size)
         if self._lock is None:
-            chunks = []
-            got = 0
-            while got < length:
-                chunk = os.pread(self._fd, length - got, offset + got)
-                if not chunk:
-                    raise _short_read(offset, length, got)
-                chunks.append(chunk)
-                got += len(chunk)
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            with self._state:
+                fd = self._fd
+                if fd < 0:
+                    raise ValueError("I/O operation on a closed Puffin reader")
+                self._reading += 1
+            try:
+                return self._pread(fd, offset, length)
+            finally:
+                with self._state:
+                    self._reading -= 1
+                    if not self._reading:
+                        self._state.notify_all()
         with self._lock:  # pragma: no cover - platforms without pread
             os.lseek(self._fd, offset, os.SEEK_SET)
             data = os.read(self._fd, length)
@@ -101,10 +108,25 @@ class _PathSource:
                 raise _short_read(offset, length, len(data))
             return data
 
+    @staticmethod
+    def _pread(fd: int, offset: int, length: int) -> bytes:
+        chunks = []
+        got = 0
+        while got < length:
+            chunk = os.pread(fd, length - got, offset + got)
+            if not chunk:
+                raise _short_read(offset, length, got)
+            chunks.append(chunk)
+            got += len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._state:
+            fd, self._fd = self._fd, -1
+            while self._reading:
+                self._state.wait()
+        if fd >= 0:
+            os.close(fd)
 
 
 def _kind(mode: int) -> str:
