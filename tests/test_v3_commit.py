@@ -168,6 +168,18 @@ def test_statistics_commit_on_a_v3_table(tmp_path: Path) -> None:
 # -- found in review --------------------------------------------------------------------------
 
 
+def _ten_row_v2_table(warehouse: Path) -> tuple[Catalog, Table, str]:
+    """A v2 table of one data file with ids 0-9: (catalog, table, the data file's path)."""
+    from puffin.iceberg._plan import plan_files
+
+    catalog = make_catalog(warehouse)
+    catalog.create_namespace_if_not_exists("db")
+    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    table = catalog.load_table("db.t")
+    return catalog, table, plan_files(table, table.current_snapshot())[0].path
+
+
 def _live_delete_entries(table: Table) -> list[Any]:
     """Every entry of the current snapshot's delete manifests, DELETED ones included."""
     from pyiceberg.avro.file import AvroFile
@@ -223,14 +235,8 @@ def test_upgrade_removes_position_delete_files_that_name_their_data_file(
 
     from iceberg_fixtures import _commit_delete_snapshot
     from puffin.conformance._tables import write_position_delete_file
-    from puffin.iceberg._plan import plan_files
 
-    catalog = make_catalog(tmp_path / "wh")
-    catalog.create_namespace_if_not_exists("db")
-    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
-    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
-    table = catalog.load_table("db.t")
-    data = plan_files(table, table.current_snapshot())[0].path
+    catalog, table, data = _ten_row_v2_table(tmp_path / "wh")
     parquet = write_position_delete_file(table, {data: [1, 2]})
     record = DataFile.from_args(
         _table_format_version=3, content=DataFileContent.POSITION_DELETES,
@@ -250,14 +256,8 @@ def test_upgrade_removes_position_delete_files_that_name_their_data_file(
 
 def test_upgrade_refuses_positions_past_a_files_end(tmp_path: Path) -> None:
     from iceberg_fixtures import commit_position_deletes_v2
-    from puffin.iceberg._plan import plan_files
 
-    catalog = make_catalog(tmp_path / "wh")
-    catalog.create_namespace_if_not_exists("db")
-    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
-    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
-    table = catalog.load_table("db.t")
-    data = plan_files(table, table.current_snapshot())[0].path
+    catalog, table, data = _ten_row_v2_table(tmp_path / "wh")
     v2 = commit_position_deletes_v2(catalog, table, {data: [1]}, new_identifier="db.t2")
     with pytest.raises(ValueError, match="past its 10 rows"):
         upgrade_to_v3(v2, positions={data: [1, 10]})
@@ -290,18 +290,12 @@ def test_a_snapshot_that_fails_to_write_leaves_nothing_behind(
     """A failure after the Puffin file and the manifests are written, before the commit
     (here: writing the manifest list), removes every file written for it."""
     from iceberg_fixtures import commit_position_deletes_v2
-    from puffin.iceberg._plan import plan_files
 
     warehouse = tmp_path / "wh"
-    catalog = make_catalog(warehouse)
     if operation == "delete":
-        table = _table(catalog)
+        table = _table(make_catalog(warehouse))
     else:
-        catalog.create_namespace_if_not_exists("db")
-        base = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
-        base.append(pa.table({"id": pa.array(range(10), pa.int64())}))
-        base = catalog.load_table("db.t")
-        data = plan_files(base, base.current_snapshot())[0].path
+        catalog, base, data = _ten_row_v2_table(warehouse)
         table = commit_position_deletes_v2(catalog, base, {data: [1]}, new_identifier="db.t2")
     before = {p for p in warehouse.rglob("*") if p.is_file()}
 
