@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from puffin.errors import CommitConflictError, UnsupportedTableError
 from puffin.iceberg._row_filter import bind_where, matching_positions
@@ -40,6 +40,7 @@ __all__ = ["DeleteResult", "commit_deletion_vectors", "delete_rows", "upgrade_to
 
 #: Attempts before a commit that keeps losing to concurrent commits gives up.
 MAX_ATTEMPTS = 5
+_T = TypeVar("_T")
 _BACKOFF_S = 0.05
 
 Positions = dict[str, "npt.NDArray[np.int64]"]
@@ -164,40 +165,23 @@ def upgrade_to_v3(
     from puffin.iceberg import _v3
     from puffin.iceberg._plan import plan_files
 
-    if table.metadata.format_version >= 3:
-        return table
-    for attempt in range(1, max_attempts + 1):
+    def attempt(table: Table, number: int, written: list[str]) -> Table:
+        if table.metadata.format_version >= 3:  # already, or upgraded by the winner
+            return table
         snapshot = table.current_snapshot()
         planned = plan_files(table, snapshot) if snapshot is not None else []
-        merged, removed = _position_deletes(table, planned, positions if attempt == 1 else None)
+        merged, removed = _position_deletes(table, planned, positions if number == 1 else None)
         upgrade = UpgradeFormatVersionUpdate.model_validate({"format-version": 3})
-        written: tuple[str, ...] = ()
         if not removed:
-            requirements, updates = _ref_requirement(table, snapshot), [upgrade]
-        else:
-            entries, files = _write_vectors(table, planned, merged) if merged else ([], [])
-            written = (str(entries[0].path),) if entries else ()
-            try:
-                staged = _v3.write_delete_snapshot(table, files, removed, operation="replace")
-            except BaseException:
-                remove_files(table, written)
-                raise
-            written += staged.written
-            requirements, more = snapshot_updates(table, staged.snapshot)
-            updates = [upgrade, *more]
-        try:
-            return _v3.commit(table, requirements, updates)
-        except BaseException as exc:
-            _discard(table, written, exc)
-            if not _is_conflict(exc):
-                raise
-            if attempt == max_attempts:
-                raise _conflict(exc, attempt) from exc
-        time.sleep(_backoff(attempt))
-        table = table.refresh()
-        if table.metadata.format_version >= 3:
-            return table
-    raise AssertionError("unreachable")  # pragma: no cover
+            return _v3.commit(table, _ref_requirement(table, snapshot), [upgrade])
+        entries, files = _write_vectors(table, planned, merged) if merged else ([], [])
+        written.extend(str(e.path) for e in entries[:1])
+        staged = _v3.write_delete_snapshot(table, files, removed, operation="replace")
+        written.extend(staged.written)
+        requirements, more = snapshot_updates(table, staged.snapshot)
+        return _v3.commit(table, requirements, [upgrade, *more])
+
+    return _with_retries(table, attempt, max_attempts)
 
 
 def _position_deletes(
@@ -248,33 +232,49 @@ def _commit_loop(
     from puffin.iceberg import _v3
     from puffin.iceberg._plan import plan_files
 
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-    for attempt in range(1, max_attempts + 1):
+    def attempt(table: Table, number: int, written: list[str]) -> DeleteResult:
         snapshot = table.current_snapshot()
         if snapshot is None:
-            return DeleteResult(0, (), None, table, attempt)
+            return DeleteResult(0, (), None, table, number)
         planned = plan_files(table, snapshot)
         merged, removed, newly = _merge(table, snapshot, planned, positions_for(table, planned))
         if not merged:
-            return DeleteResult(0, (), None, table, attempt)
+            return DeleteResult(0, (), None, table, number)
         entries, files = _write_vectors(table, planned, merged)
-        written: tuple[str, ...] = (str(entries[0].path),)
+        written.append(str(entries[0].path))
+        staged = _v3.write_delete_snapshot(table, files, removed)
+        written.extend(staged.written)
+        requirements, updates = snapshot_updates(table, staged.snapshot)
+        committed = _v3.commit(table, requirements, updates)
+        return DeleteResult(newly, tuple(entries), staged.snapshot.snapshot_id, committed, number)
+
+    return _with_retries(table, attempt, max_attempts)
+
+
+def _with_retries(
+    table: Table, attempt: Callable[[Table, int, list[str]], _T], max_attempts: int
+) -> _T:
+    """``attempt(table, number, written)`` until it commits, at most ``max_attempts`` times.
+
+    Each attempt works on the table as refreshed after the last lost race and lists the
+    files it writes in ``written``; when it fails they are removed (unless the commit state
+    is unknown), and a lost race is retried after a backoff, up to the last attempt, which
+    ends in :class:`CommitConflictError`.  Any other error ends the loop as it is.
+    """
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    for number in range(1, max_attempts + 1):
+        written: list[str] = []
         try:
-            staged = _v3.write_delete_snapshot(table, files, removed)
-            written += staged.written
-            requirements, updates = snapshot_updates(table, staged.snapshot)
-            committed = _v3.commit(table, requirements, updates)
+            return attempt(table, number, written)
         except BaseException as exc:
             _discard(table, written, exc)
             if not _is_conflict(exc):
                 raise
-            if attempt == max_attempts:
-                raise _conflict(exc, attempt) from exc
-            time.sleep(_backoff(attempt))
-            table = table.refresh()
-            continue
-        return DeleteResult(newly, tuple(entries), staged.snapshot.snapshot_id, committed, attempt)
+            if number == max_attempts:
+                raise _conflict(exc, number) from exc
+        time.sleep(_backoff(number))
+        table = table.refresh()
     raise AssertionError("unreachable")  # pragma: no cover
 
 
