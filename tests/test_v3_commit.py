@@ -180,34 +180,18 @@ def _ten_row_v2_table(warehouse: Path) -> tuple[Catalog, Table, str]:
     return catalog, table, plan_files(table, table.current_snapshot())[0].path
 
 
-def _live_delete_entries(table: Table) -> list[Any]:
+def _delete_entries(table: Table) -> list[Any]:
     """Every entry of the current snapshot's delete manifests, DELETED ones included."""
-    from pyiceberg.avro.file import AvroFile
-    from pyiceberg.manifest import (
-        MANIFEST_ENTRY_SCHEMAS,
-        DataFile,
-        DataFileContent,
-        FileFormat,
-        ManifestEntry,
-        ManifestEntryStatus,
-    )
-
-    from puffin.iceberg.deletes import read_manifest_list
+    from puffin.iceberg.deletes import read_manifest_entries, read_manifest_list
 
     snapshot = table.current_snapshot()
     assert snapshot is not None
-    out = []
-    for m in read_manifest_list(table.io, snapshot.manifest_list):
-        if m.content.name != "DELETES":
-            continue
-        with AvroFile[ManifestEntry](
-            table.io.new_input(m.manifest_path),
-            MANIFEST_ENTRY_SCHEMAS[3],
-            read_types={-1: ManifestEntry, 2: DataFile},
-            read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
-        ) as reader:
-            out.extend(reader)
-    return out
+    return [
+        e
+        for m in read_manifest_list(table.io, snapshot.manifest_list)
+        if m.content.name == "DELETES"
+        for e in read_manifest_entries(table.io, m, include_deleted=True)
+    ]
 
 
 def test_a_superseded_vector_is_marked_deleted_by_the_snapshot_that_removes_it(
@@ -218,7 +202,7 @@ def test_a_superseded_vector_is_marked_deleted_by_the_snapshot_that_removes_it(
     table = _table(make_catalog(tmp_path / "wh"))
     first = delete_rows(table, "id = 1 or id = 201")
     second = delete_rows(first.table, "id = 2")
-    entries = _live_delete_entries(second.table)
+    entries = _delete_entries(second.table)
     deleted = [e for e in entries if e.status.name == "DELETED"]
     kept = [e for e in entries if e.status.name == "EXISTING"]
     assert len(deleted) == 1 and deleted[0].snapshot_id == second.snapshot_id
@@ -249,7 +233,7 @@ def test_upgrade_removes_position_delete_files_that_name_their_data_file(
         catalog, table, [record], format_version=3, new_identifier="db.t2", broken="v2"
     )
     v3 = upgrade_to_v3(v2)
-    live = [e for e in _live_delete_entries(v3) if e.status.name != "DELETED"]
+    live = [e for e in _delete_entries(v3) if e.status.name != "DELETED"]
     assert [e.data_file.file_format.name for e in live] == ["PUFFIN"]
     assert _ids(v3) == [0, *range(3, 10)]
 

@@ -215,8 +215,11 @@ def read_manifest_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
         return list(reader)
 
 
-def read_manifest_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
-    """A manifest's live entries as v3 records (keeps the DV fields), sequence numbers inherited."""
+def read_manifest_entries(
+    io: FileIO, manifest: ManifestFile, *, include_deleted: bool = False
+) -> list[ManifestEntry]:
+    """A manifest's live entries (``include_deleted``: all of them) as v3 records (keeps the
+    DV fields), sequence numbers inherited."""
     from pyiceberg.avro.file import AvroFile
     from pyiceberg.manifest import (
         MANIFEST_ENTRY_SCHEMAS,
@@ -237,7 +240,7 @@ def read_manifest_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEn
         return [
             _inherit_from_manifest(entry, manifest)
             for entry in reader
-            if entry.status != ManifestEntryStatus.DELETED
+            if include_deleted or entry.status != ManifestEntryStatus.DELETED
         ]
 
 
