@@ -4,7 +4,7 @@ The extensions come from the package index as wheels (``duckdb-ext-*`` for 1.4.4
 ``duckdb-extension-*`` for 1.5.5), never from DuckDB's extension server: autoinstall and
 autoload are off, 1.4.4 gets ``extension_directory`` pointed at the wheel's folder and
 1.5.5 loads each file by path. DuckDB 1.5.5 needs duckdb 1.5.x, which cannot share the
-project venv with 1.4.4, so it runs as a child process (``_duckdb15_child.py``).
+project venv with 1.4.4, so it runs as a child process (``_duckdb15_query.py``).
 DuckDB 1.4.4's connection comes from the package (the conformance kit's ``duckdb`` adapter).
 """
 
@@ -45,4 +45,4 @@ def read_duckdb15(metadata: str | os.PathLike[str], *, sql: str | None = None) -
     """DuckDB 1.5.5's ``iceberg_scan`` (or ``sql``, with ``{table}`` for the scan)."""
     python = side_python(DUCKDB15_VENV)
     query = (sql or "SELECT * FROM {table}").format(table=_scan(metadata))
-    return run_child(python, "_duckdb15_child.py", [query], timeout=120)
+    return run_child(python, "_duckdb15_query.py", [query], timeout=120)

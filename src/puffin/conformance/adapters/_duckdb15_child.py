@@ -16,7 +16,8 @@ import sys
 from typing import Any
 
 
-def _extension_file(name: str) -> str:
+def extension_file(name: str) -> str:
+    """The file of the ``duckdb-extension-NAME`` wheel's extension (loaded by path)."""
     spec = importlib.util.find_spec(f"duckdb_extension_{name}")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit(f"duckdb-extension-{name} is not installed")
@@ -47,7 +48,7 @@ def main() -> None:
         config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
     )
     for name in ("avro", "iceberg"):
-        con.execute(f"LOAD '{_extension_file(name)}'")
+        con.execute(f"LOAD '{extension_file(name)}'")
     for line in sys.stdin:
         request = json.loads(line)
         response: dict[str, Any]
