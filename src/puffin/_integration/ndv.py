@@ -41,9 +41,9 @@ from puffin.blobs._theta_build import (
     TASK_ROWS,
     Accumulator,
     _Worker,
+    add_in_chunks,
     dedupe_small_range,
     default_threads,
-    hash_rows,
     union_states,
 )
 from puffin.blobs.single_value import serialize_values
@@ -152,13 +152,7 @@ class ColumnSketch:
         n = len(part)
         for start in range(0, n, TASK_ROWS):
             piece = dedupe_small_range(part.slice(start, min(n, start + TASK_ROWS)))
-            rows = len(piece)
-            c = 0
-            while c < rows:
-                stop = min(rows, c + step)
-                acc.add(hash_rows(piece, c, stop, worker, below=acc.theta))
-                c = stop
-                step = min(CHUNK_ROWS, 4 * step)
+            step = add_in_chunks(acc, piece, worker, step)
 
     def _add_dictionary(self, values: pa.DictionaryArray) -> None:
         """Mark the dictionary entries the rows use; hash them when the dictionary changes.

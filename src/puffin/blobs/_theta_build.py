@@ -45,6 +45,7 @@ __all__ = [
     "MAX_THETA",
     "Accumulator",
     "accumulate",
+    "add_in_chunks",
     "build",
     "default_threads",
     "hash_rows",
@@ -319,6 +320,22 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
     return type(part)(t, distinct.view(np.uint8).reshape(-1, width), None, None)
 
 
+
+def add_in_chunks(acc: Accumulator, part: SerializedValues, worker: _Worker, step: int) -> int:
+    """Hash ``part`` into ``acc`` in chunks of ``step`` rows growing to ``CHUNK_ROWS``.
+
+    Small first chunks let theta fall before the large ones, so most of those hashes skip
+    the end of the finalizer (``below=``).  Returns the chunk size to go on with.
+    """
+    n = len(part)
+    c = 0
+    while c < n:
+        stop = min(n, c + step)
+        acc.add(hash_rows(part, c, stop, worker, below=acc.theta))
+        c = stop
+        step = min(CHUNK_ROWS, 4 * step)
+    return step
+
 def accumulate(
     tasks: Sequence[Callable[[], SerializedValues]],
     accumulators: list[Accumulator],
@@ -341,14 +358,7 @@ def accumulate(
                 task = jobs.get_nowait()
             except queue.Empty:
                 return
-            part = dedupe_small_range(task())
-            n = len(part)
-            c = 0
-            while c < n:
-                stop = min(n, c + step)
-                acc.add(hash_rows(part, c, stop, worker, below=acc.theta))
-                c = stop
-                step = min(CHUNK_ROWS, 4 * step)
+            step = add_in_chunks(acc, dedupe_small_range(task()), worker, step)
 
     if workers == 1:
         run(accumulators[0])
