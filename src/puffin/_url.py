@@ -341,9 +341,13 @@ class Upload:
 _ABORTABLE = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
 
+def _protocols(fs: Any) -> tuple[str, ...]:
+    """An fsspec filesystem's protocol names (fsspec gives a string or a tuple)."""
+    return tuple(fs.protocol) if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+
+
 def _aborts_uploads(fs: Any) -> bool:
-    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
-    return any(p in _ABORTABLE for p in protocols)
+    return any(p in _ABORTABLE for p in _protocols(fs))
 
 
 def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
@@ -365,6 +369,6 @@ def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
     if io is not None and not callable(getattr(io, "get_fs", None)):
         return Upload(target, output=io.new_output(target))
     fs, fs_path = _fsspec_fs(target, io)
-    if "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)):
+    if "file" in _protocols(fs):
         return str(fs_path)  # local:// and the like: the atomic local writer
     return Upload(target, fs=fs, path=fs_path)
