@@ -29,8 +29,8 @@ import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
-from puffin._integration.locations import local_path
 from puffin.iceberg import compute_table_statistics, local_catalog, sample_batch
+from puffin.locations import local_path
 
 COLUMNS = {"id": "long", "category": "int", "amount": "double", "user_name": "string"}
 

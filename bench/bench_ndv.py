@@ -79,8 +79,8 @@ def make_table(folder: Path, path: Path, files: int) -> list[str]:
     from pyiceberg.schema import Schema
     from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
-    from puffin._integration.locations import local_path
     from puffin.iceberg import local_catalog
+    from puffin.locations import local_path
 
     catalog = local_catalog(folder)
     catalog.create_namespace_if_not_exists("bench")

@@ -31,14 +31,14 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import Table
 
-from puffin._integration.locations import local_path
 from puffin.conformance._tables import write_position_delete_file
 from puffin.iceberg import (
     deletion_vector_data_files,
     local_catalog,
     write_table_deletion_vectors,
 )
-from puffin.iceberg._v3 import DeleteManifestWriterV3, ManifestListWriterV3
+from puffin.iceberg.metadata.v3 import DeleteManifestWriterV3, ManifestListWriterV3
+from puffin.locations import local_path
 
 __all__ = [
     "commit_deletion_vectors_v3",

@@ -22,12 +22,13 @@ SRC = ROOT / "src" / "puffin"
 
 # Rank of each part of the package: a module may import only from lower ranks or its own part.
 _CORE = {
-    "errors", "layout", "limits", "_source", "_url", "_staging", "metadata", "codecs", "reader",
-    "writer",
+    "errors", "layout", "limits", "_source", "_remote", "_staging", "metadata", "codecs", "reader",
+    "writer", "locations", "version",
 }
 _RANKS = {
     "blobs": 1,
-    "_integration": 2,
+    "support": 2,
+    "ndv": 2,
     "cli": 3,
     "iceberg": 4,
     "spark": 5,

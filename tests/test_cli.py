@@ -546,7 +546,7 @@ def test_exit_status_follows_the_error_tree() -> None:
 
 
 def test_require_names_the_extra_of_a_missing_dependency() -> None:
-    from puffin._integration.deps import require
+    from puffin.support.deps import require
 
     assert require("json", "arrow").__name__ == "json"
     with pytest.raises(errors.MissingDependencyError) as info:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import puffin
-from puffin._integration.progress import Progress
+from puffin.support.progress import Progress
 from test_cli import ROOT, _env, check_shape, cli, documented_shape, err, json_of, ok, out
 
 THETA = "apache-datasketches-theta-v1"

@@ -302,7 +302,7 @@ def test_duckdb15_vector_has_the_layout_it_names(tmp_path: Path) -> None:
     """Three vectors in one Puffin file, the largest first; each file gets its own positions."""
     from puffin.conformance._tables import materialize
     from puffin.iceberg import read_table_deletion_vectors
-    from puffin.iceberg._catalog import local_catalog
+    from puffin.iceberg.catalog.catalogs import local_catalog
 
     vector = json.loads((COMMITTED / "table" / "dvs-in-one-puffin-larger-first.json").read_text())
     rows = json.loads((COMMITTED / "table" / vector["input"]).read_text(encoding="utf-8"))

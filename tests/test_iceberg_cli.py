@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from puffin._integration.locations import local_path
 from puffin.cli import main
 from puffin.iceberg import (
     CatalogNotFoundError,
@@ -19,6 +18,7 @@ from puffin.iceberg import (
     load_catalog,
     load_table,
 )
+from puffin.locations import local_path
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_errors_are_the_puffin_errors_tree() -> None:
         assert getattr(iceberg, name) is getattr(errors, name), name
     assert issubclass(iceberg.TableNotFoundError, errors.NotFoundError)
     assert issubclass(iceberg.ColumnNotFoundError, errors.UsageError)
-    assert not hasattr(iceberg, "register")  # the CLI plugin is puffin.iceberg.cli:register_cli
+    assert not hasattr(iceberg, "register")  # the plugin: cli.commands
 
 
 def test_catalog_from_pyiceberg_configuration(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,7 +22,6 @@ from pyiceberg.table.puffin import PuffinFile
 
 import puffin
 from iceberg_fixtures import commit_deletion_vectors_v3, make_catalog
-from puffin._integration.locations import local_path
 from puffin.blobs.deletion_vector import DeletionVector
 from puffin.iceberg import (
     DeletionVectorRef,
@@ -34,6 +33,7 @@ from puffin.iceberg import (
     verify_table,
     write_table_deletion_vectors,
 )
+from puffin.locations import local_path
 
 ROWS = 60_000
 FILES = 3
@@ -154,7 +154,7 @@ def test_verify_v3_table_ok(v3: tuple[Table, dict[str, Any]]) -> None:
 
 
 def test_verify_catches_wrong_record_count(catalog: Catalog, base: Table) -> None:
-    from puffin.iceberg.deletes import CONTENT_SIZE
+    from puffin.iceberg.metadata.manifests import CONTENT_SIZE
 
     positions = _positions(base)
 

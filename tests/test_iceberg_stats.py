@@ -42,8 +42,6 @@ from iceberg_fixtures import (
     commit_position_deletes_v2,
     make_catalog,
 )
-from puffin._integration.locations import local_path
-from puffin._integration.progress import Progress
 from puffin.blobs.theta import ThetaSketch, read_theta_blobs
 from puffin.errors import UsageError
 from puffin.iceberg import (
@@ -56,7 +54,9 @@ from puffin.iceberg import (
     read_table_statistics,
     verify_table,
 )
-from puffin.iceberg._arrow import to_iceberg_arrow
+from puffin.iceberg.scan.arrow import to_iceberg_arrow
+from puffin.locations import local_path
+from puffin.support.progress import Progress
 
 ROWS = 40_000
 FILES = 4
@@ -215,7 +215,7 @@ def test_deletion_vectors_are_applied(catalog: Catalog, sample: Table) -> None:
     by_field = {b.fields[0]: _ndv(b) for b in stats.blob_metadata}
     assert by_field[5] == 1000
     _check_column_ndvs_uncommitted(table, stats)
-    # pyiceberg 0.12 cannot write v3 metadata; the commit goes through puffin.iceberg._v3.
+    # pyiceberg 0.12 cannot write v3 metadata; the commit goes through puffin.iceberg.metadata.v3.
     committed = compute_table_statistics(table, columns=["day"])
     table = catalog.load_table("db.v3")
     assert table.metadata.format_version == 3
@@ -436,7 +436,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
 def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     """Dictionary-encoded strings are sketched from their used dictionary values, columns
     that fell back to plain pages are read plainly; both give the sketch of every value."""
-    from puffin.iceberg._read import read_as_dictionary
+    from puffin.iceberg.scan.read import read_as_dictionary
 
     n = 300_000
     rng = np.random.default_rng(11)

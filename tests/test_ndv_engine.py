@@ -1,4 +1,4 @@
-"""The NDV engine (puffin._integration.ndv): sketches byte-identical to ThetaSketch.from_values.
+"""The NDV engine (puffin.ndv.engine): sketches byte-identical to ThetaSketch.from_values.
 
 The oracle is ``ThetaSketch.from_values`` on the whole column at once (itself checked against
 mmh3 and datasketches in test_theta.py); the engine must give the same bytes however the
@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from puffin._integration.ndv import ColumnSketch, sketch_parts
-from puffin._integration.ndv_parquet import NdvColumn, dictionary_columns, sketch_parquet
 from puffin.blobs.theta import ThetaSketch
 from puffin.blobs.types import parse_type
+from puffin.ndv.engine import ColumnSketch, sketch_parts
+from puffin.ndv.parquet import NdvColumn, dictionary_columns, sketch_parquet
 
 RNG = np.random.default_rng(17)
 

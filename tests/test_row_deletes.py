@@ -43,11 +43,12 @@ from puffin.iceberg import (
     read_table_deletion_vectors,
     verify_table,
 )
-from puffin.iceberg._plan import plan_files
-from puffin.iceberg._v3 import first_row_id_of
-from puffin.iceberg._v3_checks import check_v3
-from puffin.iceberg.deletes import read_manifest_list
-from puffin.iceberg.row_deletes import commit_deletion_vectors, delete_rows, upgrade_to_v3
+from puffin.iceberg.deletes.rows import commit_deletion_vectors, delete_rows
+from puffin.iceberg.deletes.upgrade import upgrade_to_v3
+from puffin.iceberg.metadata.manifests import read_manifest_list
+from puffin.iceberg.metadata.v3 import first_row_id_of
+from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.v3_checks import check_v3
 
 FILES, PER_FILE = 3, 100
 SCHEMA = Schema(
@@ -222,7 +223,7 @@ def test_where_errors(catalog: Catalog) -> None:
         delete_rows(table, bad)
 
 
-# --- table-level checks (puffin.iceberg._v3_checks) ------------------------------------------
+# --- table-level checks (puffin.iceberg.verify.v3_checks) ----------------------------
 
 
 def test_v3_checks_pass_on_our_commits(catalog: Catalog) -> None:
@@ -483,7 +484,7 @@ def test_spark_migrates_position_deletes_in_the_upgrade(
         raise AssertionError("the driver read the position-delete files itself")
 
     with monkeypatch.context() as patch:
-        patch.setattr("puffin.iceberg._plan.DeleteIndex.positions", not_on_the_driver)
+        patch.setattr("puffin.iceberg.scan.plan.DeleteIndex.positions", not_on_the_driver)
         v3 = ps.upgrade_to_v3(spark_session, v2)
     assert v3.metadata.format_version == 3
     assert _summary(v3).operation.value == "replace"

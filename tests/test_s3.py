@@ -21,7 +21,7 @@ import fsspec
 
 import puffin
 from _s3_server import CountingS3Server, Request
-from puffin import _url
+from puffin import _remote
 
 BUCKET = "warehouse"
 
@@ -147,7 +147,7 @@ def _big_write(url: str, fail: bool) -> puffin.PuffinWriter:
 def test_a_large_write_is_a_multipart_upload_completed_at_close(
     s3: CountingS3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_url, "UPLOAD_BUFFER_SIZE", 5 << 20)  # S3's smallest part
+    monkeypatch.setattr(_remote, "UPLOAD_BUFFER_SIZE", 5 << 20)  # S3's smallest part
     url = f"s3://{BUCKET}/multipart.puffin"
     w = _big_write(url, fail=False)
     assert sum(1 for r in s3.log.snapshot() if r.method == "PUT") >= 2  # parts
@@ -158,7 +158,7 @@ def test_a_large_write_is_a_multipart_upload_completed_at_close(
 def test_a_failed_large_write_aborts_its_multipart_upload(
     s3: CountingS3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_url, "UPLOAD_BUFFER_SIZE", 5 << 20)
+    monkeypatch.setattr(_remote, "UPLOAD_BUFFER_SIZE", 5 << 20)
     url = f"s3://{BUCKET}/aborted.puffin"
     with pytest.raises(RuntimeError, match="boom"):
         _big_write(url, fail=True)

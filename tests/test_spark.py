@@ -389,7 +389,7 @@ def _data_paths(table: Any) -> list[str]:
 
 
 def _local(location: str) -> str:
-    from puffin._integration.locations import local_path
+    from puffin.locations import local_path
 
     path = local_path(location)
     assert path is not None

@@ -23,9 +23,11 @@ from pyiceberg.types import LongType, NestedField
 
 from iceberg_fixtures import make_catalog
 from puffin.errors import CommitConflictError
-from puffin.iceberg import local_catalog, statistics
-from puffin.iceberg.row_deletes import upgrade_to_v3
-from puffin.iceberg.statistics import compute_table_statistics, read_table_statistics
+from puffin.iceberg import local_catalog
+from puffin.iceberg.deletes.upgrade import upgrade_to_v3
+from puffin.iceberg.statistics import files as statistics
+from puffin.iceberg.statistics.compute import compute_table_statistics
+from puffin.iceberg.statistics.files import read_table_statistics
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 PROCESSES = 16
@@ -58,7 +60,7 @@ def _commit_in_process(
 ) -> tuple[str, int]:
     """Commit statistics from a fresh process; the path written and the conflicts lost."""
     lost: list[int] = []
-    real = statistics._commit_statistics
+    real = statistics.register_statistics
 
     def counting(table: Table, stats: Any) -> None:
         try:
@@ -67,7 +69,7 @@ def _commit_in_process(
             lost.append(1)
             raise
 
-    statistics._commit_statistics = counting  # this process only
+    statistics.register_statistics = counting  # this process only
     table = local_catalog(warehouse).load_table("db.t")
     snapshots = sorted(table.snapshots(), key=lambda s: s.sequence_number or 0)
     snapshot_id = None if snapshot_index is None else snapshots[snapshot_index].snapshot_id
@@ -140,7 +142,7 @@ def test_lost_commits_are_retried_on_the_refreshed_table(
 ) -> None:
     warehouse = tmp_path / "wh"
     table = _table(warehouse, 1, format_version)
-    real = statistics._commit_statistics
+    real = statistics.register_statistics
     refreshed: list[int] = []
     real_refresh = Table.refresh
 
@@ -153,9 +155,9 @@ def test_lost_commits_are_retried_on_the_refreshed_table(
         refreshed.append(1)
         return real_refresh(t)
 
-    monkeypatch.setattr(statistics, "_commit_statistics", lose_twice)
+    monkeypatch.setattr(statistics, "register_statistics", lose_twice)
     monkeypatch.setattr(Table, "refresh", refresh)
-    monkeypatch.setattr("puffin.iceberg.row_deletes._backoff", lambda attempt: 0.0)
+    monkeypatch.setattr("puffin.iceberg.metadata.commits.backoff", lambda attempt: 0.0)
     stats = compute_table_statistics(table, max_attempts=3, progress=False)
     assert len(refreshed) == 2
     (registered,) = local_catalog(warehouse).load_table("db.t").metadata.statistics
@@ -175,8 +177,8 @@ def test_a_commit_that_keeps_losing_removes_its_file(
         calls.append(1)
         raise CommitFailedException("another writer won")
 
-    monkeypatch.setattr(statistics, "_commit_statistics", lose)
-    monkeypatch.setattr("puffin.iceberg.row_deletes._backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(statistics, "register_statistics", lose)
+    monkeypatch.setattr("puffin.iceberg.metadata.commits.backoff", lambda attempt: 0.0)
     with pytest.raises(CommitConflictError, match="lost to concurrent commits 3 times"):
         compute_table_statistics(table, max_attempts=3, progress=False)
     assert len(calls) == 3
@@ -193,7 +195,7 @@ def test_other_commit_errors_remove_the_file_and_pass_through(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("catalog down")
 
-    monkeypatch.setattr(statistics, "_commit_statistics", broken)
+    monkeypatch.setattr(statistics, "register_statistics", broken)
     with pytest.raises(RuntimeError, match="catalog down"):
         compute_table_statistics(table, progress=False)
     assert _stats_files(warehouse) == set()

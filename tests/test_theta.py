@@ -35,8 +35,8 @@ from puffin import (
     serialize_value,
 )
 from puffin.blobs._murmur3 import theta_hash_lanes, theta_hash_var
-from puffin.blobs._theta_build import k_smallest_distinct
 from puffin.blobs.theta import MAX_LG_K, MIN_LG_K, check_lg_k
+from puffin.blobs.theta_build import k_smallest_distinct
 from puffin.errors import UsageError
 
 MAX_THETA = (1 << 63) - 1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import puffin
-from puffin import _url
+from puffin import _remote, locations
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -45,7 +45,7 @@ def memory() -> Iterator[object]:
     ],
 )
 def test_is_url(location: str, url: bool) -> None:
-    assert _url.is_url(location) is url
+    assert locations.is_url(location) is url
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_is_url(location: str, url: bool) -> None:
     ],
 )
 def test_local_path(location: str, path: str | None) -> None:
-    assert _url.local_path(location) == path
+    assert locations.local_path(location) == path
 
 
 def _write(target: str, **kw: object) -> puffin.PuffinWriter:
@@ -200,7 +200,7 @@ def test_a_target_without_a_file_name_is_refused_up_front(tmp_path: Path, target
 
 
 def _large_write(target: str, monkeypatch: pytest.MonkeyPatch, fail: bool) -> None:
-    monkeypatch.setattr(_url, "UPLOAD_BUFFER_SIZE", 1024)
+    monkeypatch.setattr(_remote, "UPLOAD_BUFFER_SIZE", 1024)
     with puffin.create(target) as writer:
         for i in range(8):
             writer.add_blob(bytes([i]) * 1000, type="t", fields=[i])

@@ -39,9 +39,8 @@ from puffin.layout import MAGIC
 from puffin.limits import Limits
 from puffin.metadata import BlobMetadata, FileMetadata
 from puffin.reader import PuffinReader, open
+from puffin.version import __version__
 from puffin.writer import PuffinWriter, create
-
-__version__ = "0.1.0"
 
 # Public names of the blob-type modules, imported lazily (they may need NumPy).
 _LAZY: dict[str, str] = {

@@ -16,7 +16,7 @@ from typing import IO, Any, Protocol, Union
 
 from puffin.errors import InvalidFileError
 
-__all__ = ["RandomAccessSource", "Source", "open_source"]
+__all__ = ["RandomAccessSource", "Source", "check_range", "local_source", "short_read"]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes], Any]
 
@@ -34,7 +34,7 @@ class RandomAccessSource(Protocol):
     def close(self) -> None: ...
 
 
-def _check_range(offset: int, length: int, size: int) -> None:
+def check_range(offset: int, length: int, size: int) -> None:
     if offset < 0 or length < 0 or offset + length > size:
         raise InvalidFileError(
             f"read of {length} bytes at offset {offset} is outside the file of {size} bytes",
@@ -42,7 +42,7 @@ def _check_range(offset: int, length: int, size: int) -> None:
         )
 
 
-def _short_read(offset: int, length: int, got: int) -> InvalidFileError:
+def short_read(offset: int, length: int, got: int) -> InvalidFileError:
     return InvalidFileError(
         f"file truncated: wanted {length} bytes at offset {offset}, got {got}", offset=offset
     )
@@ -55,7 +55,7 @@ class _BytesSource:
         self.name: str | None = None
 
     def read_at(self, offset: int, length: int) -> bytes:
-        _check_range(offset, length, self.size)
+        check_range(offset, length, self.size)
         return bytes(self._data[offset : offset + length])
 
     def close(self) -> None:
@@ -87,7 +87,7 @@ class _PathSource:
         self._reading = 0
 
     def read_at(self, offset: int, length: int) -> bytes:
-        _check_range(offset, length, self.size)
+        check_range(offset, length, self.size)
         if self._lock is None:
             with self._state:
                 fd = self._fd
@@ -105,7 +105,7 @@ class _PathSource:
             os.lseek(self._fd, offset, os.SEEK_SET)
             data = os.read(self._fd, length)
             if len(data) != length:
-                raise _short_read(offset, length, len(data))
+                raise short_read(offset, length, len(data))
             return data
 
     @staticmethod
@@ -115,7 +115,7 @@ class _PathSource:
         while got < length:
             chunk = os.pread(fd, length - got, offset + got)
             if not chunk:
-                raise _short_read(offset, length, got)
+                raise short_read(offset, length, got)
             chunks.append(chunk)
             got += len(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -158,7 +158,7 @@ class _FileObjectSource:
         self.size = int(file_size)
 
     def read_at(self, offset: int, length: int) -> bytes:
-        _check_range(offset, length, self.size)
+        check_range(offset, length, self.size)
         with self._lock:
             self._file.seek(offset)
             parts: list[bytes] = []
@@ -168,7 +168,7 @@ class _FileObjectSource:
                 if isinstance(chunk, str):
                     raise TypeError(_TEXT_MODE)
                 if not chunk:
-                    raise _short_read(offset, length, got)
+                    raise short_read(offset, length, got)
                 parts.append(bytes(chunk))
                 got += len(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
@@ -177,16 +177,13 @@ class _FileObjectSource:
         pass  # the caller owns the file object
 
 
-def open_source(
-    source: Source, *, file_size: int | None = None, file_io: Any = None
-) -> RandomAccessSource:
-    """Wrap ``source`` for positional reads.
+def local_source(source: Source, *, file_size: int | None = None) -> RandomAccessSource:
+    """Wrap a local ``source`` (bytes, a path, a binary file object) for positional reads.
 
     ``file_size`` skips the size lookup (as Iceberg's ``file-size-in-bytes`` does); the
     reader then treats the file as ending there.  Paths are opened here and closed by
-    :meth:`RandomAccessSource.close`; file objects stay the caller's to close.  URLs and
-    pyiceberg InputFiles (read through ``file_io``, a FileIO, when given) are in
-    :mod:`puffin._url`.
+    :meth:`RandomAccessSource.close`; file objects stay the caller's to close.  URLs are
+    :func:`puffin.locations.open_source`'s.
     """
     if file_size is not None and (
         isinstance(file_size, bool) or not isinstance(file_size, int) or file_size < 0
@@ -199,13 +196,6 @@ def open_source(
                 f"file_size {file_size} does not match the {src.size} bytes given"
             )
         return src
-    from puffin import _url  # imports this module: not at the top
-
-    if _url.is_url(source) or _url.is_input_file(source):
-        path = _url.local_path(source) if isinstance(source, str) else None
-        if path is None:
-            return _url.open_url_source(source, file_size=file_size, io=file_io)
-        source = path
     if isinstance(source, (str, os.PathLike)):
         return _PathSource(os.fspath(source), file_size)
     if isinstance(source, io.TextIOBase):  # would fail later with a UnicodeDecodeError

@@ -57,7 +57,7 @@ class _Step:
 
 
 def _local(location: str) -> str:
-    from puffin._integration.locations import local_path
+    from puffin.locations import local_path
 
     path = local_path(location)
     if path is None:  # pragma: no cover - the demo's warehouse is local

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from puffin._source import RandomAccessSource, Source, open_source
+from puffin._source import RandomAccessSource, Source
 from puffin.codecs import get_codec
 from puffin.errors import (
     CodecError,
@@ -29,6 +29,7 @@ from puffin.layout import (
     parse_footer_struct,
 )
 from puffin.limits import DEFAULT_LIMITS, Limits
+from puffin.locations import open_source
 from puffin.metadata import BlobMetadata, FileMetadata, PayloadError, parse_footer_payload
 
 __all__ = ["PuffinReader", "open"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from puffin.blobs._murmur3 import DEFAULT_SEED
-from puffin.blobs._theta_build import MAX_THETA
+from puffin.blobs.theta_build import MAX_THETA
 from puffin.errors import ThetaSketchError
 
 if TYPE_CHECKING:  # pragma: no cover

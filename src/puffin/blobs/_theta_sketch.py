@@ -1,6 +1,6 @@
 """The Theta sketch itself: :class:`ThetaSketch`, :class:`ThetaSketchBuilder`, ``lg_k``.
 
-Building is in :mod:`puffin.blobs._theta_build`, the bytes in
+Building is in :mod:`puffin.blobs.theta_build`, the bytes in
 :mod:`puffin.blobs._theta_format`; :mod:`puffin.blobs.theta` re-exports everything public
 here next to the Puffin blob helpers.
 """
@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from puffin.blobs import _theta_format
-from puffin.blobs._theta_build import (
+from puffin.blobs.single_value import IcebergType, parse_type, serialize_tasks
+from puffin.blobs.theta_build import (
     MAX_THETA,
     TASK_ROWS,
     Accumulator,
@@ -21,7 +22,6 @@ from puffin.blobs._theta_build import (
     default_threads,
     union_states,
 )
-from puffin.blobs.single_value import IcebergType, parse_type, serialize_tasks
 from puffin.errors import UsageError
 from puffin.limits import DEFAULT_LIMITS, Limits
 

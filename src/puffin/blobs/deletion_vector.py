@@ -34,14 +34,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO
 
-from puffin._source import Source, open_source
+from puffin._source import Source
 from puffin.blobs import standard
 from puffin.blobs._dv_format import MAGIC, DeletionVector, PositionsLike
 from puffin.blobs._dv_positions import MAX_POSITION
 from puffin.errors import DeletionVectorError
 from puffin.limits import Limits
+from puffin.locations import open_source
 from puffin.metadata import BlobMetadata
 from puffin.reader import open as _open_puffin
+from puffin.version import CREATED_BY
 from puffin.writer import create as _create_puffin
 
 __all__ = [
@@ -82,12 +84,6 @@ class DeletionVectorEntry:
     record_count: int
     path: str | None
     file_size_in_bytes: int
-
-
-def _default_created_by() -> str:
-    from puffin import __version__
-
-    return f"iceberg-puffin {__version__}"
 
 
 def _prepare(vectors: Mapping[str, PositionsLike]) -> list[tuple[str, DeletionVector]]:
@@ -131,7 +127,7 @@ def write_deletion_vectors(
     prepared = _prepare(vectors)
     written: list[tuple[str, int, BlobMetadata]] = []
     with _create_puffin(
-        target, created_by=created_by if created_by is not None else _default_created_by()
+        target, created_by=created_by if created_by is not None else CREATED_BY
     ) as writer:
         for referenced_data_file, dv in prepared:
             payload = dv.serialize()

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin._integration.deps import require
-from puffin._integration.progress import Progress
 from puffin.cli._common import InputError, printable, reading, write_json
 from puffin.cli._style import colours_for
 from puffin.errors import ColumnNotFoundError, PuffinError, UsageError
+from puffin.support.deps import require
+from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -217,9 +217,9 @@ def _sketch(
     bad_input: tuple[type[BaseException], ...],
 ) -> tuple[list[Any], list[int], int]:
     """Every column's sketch, its non-null count, and the rows read."""
-    from puffin._integration.ndv import keep_freed_memory
-    from puffin._integration.ndv_parquet import NdvColumn, sketch_parquet
     from puffin.blobs.types import parse_type
+    from puffin.ndv.engine import keep_freed_memory
+    from puffin.ndv.parquet import NdvColumn, sketch_parquet
 
     total_rows = sum(f.metadata.num_rows for f in files)
     progress = Progress(

@@ -15,8 +15,8 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from puffin._integration.deps import install_hint
 from puffin.errors import MissingDependencyError
+from puffin.support.deps import install_hint
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint

@@ -118,7 +118,7 @@ def _arrow(columns: Sequence[Mapping[str, Any]], rows: Sequence[Sequence[Any]]) 
 
 def materialize(recipe: Mapping[str, Any], rows: Mapping[str, Any], folder: Path) -> str:
     """Build the recipe's table in ``folder`` (a fresh warehouse); its metadata location."""
-    from puffin._integration.deps import require
+    from puffin.support.deps import require
 
     require("pyiceberg", "iceberg")  # MissingDependencyError: the runner skips the vector
     from puffin.iceberg import commit_deletion_vectors, local_catalog, upgrade_to_v3
@@ -166,7 +166,7 @@ def write_position_delete_file(table: Table, positions: Mapping[str, Sequence[in
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.typedef import Record
 
-    from puffin._integration.locations import local_path
+    from puffin.locations import local_path
 
     rows = sorted((path, int(p)) for path, ps in positions.items() for p in ps)
     field_id = b"PARQUET:field_id"
@@ -205,7 +205,7 @@ def _commit_v2_deletes(catalog: Catalog, table: Table, delete_file: Any) -> Tabl
     )
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 
-    from puffin.iceberg.row_deletes import snapshot_updates
+    from puffin.iceberg.metadata.commits import snapshot_updates
 
     class DeleteManifestWriterV2(ManifestWriterV2):
         def content(self) -> ManifestContent:

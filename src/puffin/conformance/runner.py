@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from puffin._integration.locations import local_path
 from puffin.conformance._corpus import TIERS, positions_digest
 from puffin.conformance._tables import rows_digest
 from puffin.conformance.adapters._base import Adapter
 from puffin.errors import MissingDependencyError
+from puffin.locations import local_path
 
 __all__ = ["Outcome", "Report", "corpus_dir", "load_vectors", "run_vectors"]
 

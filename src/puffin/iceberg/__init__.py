@@ -26,6 +26,9 @@ Importing this module is light; pyiceberg and pyarrow load when a function needs
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from puffin.errors import (
     CatalogNotFoundError,
     ColumnNotFoundError,
@@ -34,39 +37,102 @@ from puffin.errors import (
     TableNotFoundError,
     UnsupportedTableError,
 )
-from puffin.iceberg._catalog import (
-    DEFAULT_WAREHOUSE,
-    WAREHOUSE_ENV,
-    load_catalog,
-    load_table,
-    local_catalog,
-)
-from puffin.iceberg.deletes import (
-    DeletionVectorRef,
-    TableMetadataError,
-    apply_deletion_vector,
-    deletion_vector_data_files,
-    deletion_vector_refs,
-    read_table_deletion_vectors,
-    write_table_deletion_vectors,
-)
-from puffin.iceberg.row_deletes import (
-    DeleteResult,
-    commit_deletion_vectors,
-    delete_rows,
-    upgrade_to_v3,
-)
-from puffin.iceberg.sample import create_sample_table, sample_batch, sample_schema
-from puffin.iceberg.statistics import (
-    ColumnStatistics,
-    SkippedColumnWarning,
-    TableStatistics,
-    compute_table_statistics,
-    read_table_statistics,
-    statistics_file_for,
-    write_statistics_file,
-)
-from puffin.iceberg.verify import Problem, VerifyReport, verify_table
+
+# Every public name and its module, imported on first use: ``puffin --help`` loads the
+# ``puffin table`` plugin, which must not load pyiceberg (the v3 writer subclasses its
+# classes at import).
+_LAZY: dict[str, str] = {
+    "ColumnStatistics": "puffin.iceberg.statistics.files",
+    "DEFAULT_WAREHOUSE": "puffin.iceberg.catalog.catalogs",
+    "DeleteResult": "puffin.iceberg.deletes.rows",
+    "DeletionVectorRef": "puffin.iceberg.deletes.vectors",
+    "Problem": "puffin.iceberg.verify.table",
+    "SkippedColumnWarning": "puffin.iceberg.statistics.compute",
+    "TableMetadataError": "puffin.iceberg.deletes.vectors",
+    "TableStatistics": "puffin.iceberg.statistics.files",
+    "VerifyReport": "puffin.iceberg.verify.table",
+    "WAREHOUSE_ENV": "puffin.iceberg.catalog.catalogs",
+    "apply_deletion_vector": "puffin.iceberg.deletes.vectors",
+    "commit_deletion_vectors": "puffin.iceberg.deletes.rows",
+    "compute_table_statistics": "puffin.iceberg.statistics.compute",
+    "create_sample_table": "puffin.iceberg.catalog.sample",
+    "delete_rows": "puffin.iceberg.deletes.rows",
+    "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
+    "deletion_vector_refs": "puffin.iceberg.deletes.vectors",
+    "load_catalog": "puffin.iceberg.catalog.catalogs",
+    "load_table": "puffin.iceberg.catalog.catalogs",
+    "local_catalog": "puffin.iceberg.catalog.catalogs",
+    "read_table_deletion_vectors": "puffin.iceberg.deletes.vectors",
+    "read_table_statistics": "puffin.iceberg.statistics.files",
+    "sample_batch": "puffin.iceberg.catalog.sample",
+    "sample_schema": "puffin.iceberg.catalog.sample",
+    "statistics_file_for": "puffin.iceberg.statistics.files",
+    "upgrade_to_v3": "puffin.iceberg.deletes.upgrade",
+    "verify_table": "puffin.iceberg.verify.table",
+    "write_statistics_file": "puffin.iceberg.statistics.files",
+    "write_table_deletion_vectors": "puffin.iceberg.deletes.vectors",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from puffin.iceberg.catalog.catalogs import (
+        DEFAULT_WAREHOUSE,
+        WAREHOUSE_ENV,
+        load_catalog,
+        load_table,
+        local_catalog,
+    )
+    from puffin.iceberg.catalog.sample import (
+        create_sample_table,
+        sample_batch,
+        sample_schema,
+    )
+    from puffin.iceberg.deletes.rows import (
+        DeleteResult,
+        commit_deletion_vectors,
+        delete_rows,
+    )
+    from puffin.iceberg.deletes.upgrade import (
+        upgrade_to_v3,
+    )
+    from puffin.iceberg.deletes.vectors import (
+        DeletionVectorRef,
+        TableMetadataError,
+        apply_deletion_vector,
+        deletion_vector_data_files,
+        deletion_vector_refs,
+        read_table_deletion_vectors,
+        write_table_deletion_vectors,
+    )
+    from puffin.iceberg.statistics.compute import (
+        SkippedColumnWarning,
+        compute_table_statistics,
+    )
+    from puffin.iceberg.statistics.files import (
+        ColumnStatistics,
+        TableStatistics,
+        read_table_statistics,
+        statistics_file_for,
+        write_statistics_file,
+    )
+    from puffin.iceberg.verify.table import (
+        Problem,
+        VerifyReport,
+        verify_table,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'puffin.iceberg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DEFAULT_WAREHOUSE",

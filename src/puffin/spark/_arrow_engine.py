@@ -29,7 +29,7 @@ def _sketch_partition(types: list[str], lg_k: int) -> _Partition:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        from puffin._integration.ndv import ColumnSketch
+        from puffin.ndv.engine import ColumnSketch
 
         builders = [ColumnSketch(t, lg_k=lg_k) for t in types]
         pending: list[pa.RecordBatch] = []

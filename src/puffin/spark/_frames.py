@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructField, StructType
 
-    from puffin.iceberg._plan import PlannedFile
+    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
     "FIELD_ID_CONF",
@@ -180,7 +180,7 @@ def _deleted_rows(
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from puffin.iceberg._plan import DeleteIndex
+    from puffin.iceberg.scan.plan import DeleteIndex
 
     parquet, puffin_files = _split_deletes(planned)
     frames = []

@@ -3,7 +3,7 @@
 A ``puffin spark`` command spends its first seconds starting a JVM and planning, then runs
 Spark stages.  :class:`JobProgress` names the phase (``starting Spark``, ``planning``) and
 then counts the tasks of the stages Spark's status tracker reports, on
-:class:`puffin._integration.progress.Progress`.
+:class:`puffin.support.progress.Progress`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, TextIO
 
-from puffin._integration.progress import Progress
+from puffin.support.progress import Progress
 
 __all__ = ["JobProgress"]
 

@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from puffin._integration.deps import install_hint, require
 from puffin.blobs.standard import NDV
 from puffin.errors import IntegrationError, MissingDependencyError, PuffinError, UsageError
 from puffin.spark._java import check_java, local_session, log_directory
@@ -29,6 +28,7 @@ from puffin.spark.deletes import (
 )
 from puffin.spark.ndv import ENGINES
 from puffin.spark.statistics import compute_table_statistics
+from puffin.support.deps import install_hint, require
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.table import Table

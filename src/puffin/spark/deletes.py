@@ -20,8 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import DataFrame, SparkSession
 
     from puffin.blobs.deletion_vector import DeletionVector, DeletionVectorEntry
-    from puffin.iceberg._plan import DeleteIndex, PlannedFile
-    from puffin.iceberg.row_deletes import DeleteResult
+    from puffin.iceberg.deletes.rows import DeleteResult
+    from puffin.iceberg.scan.plan import DeleteIndex, PlannedFile
 
 __all__ = [
     "delete_rows",
@@ -126,9 +126,9 @@ def deletion_vector_positions(
     """
     from pyspark.sql import functions as F
 
-    from puffin.iceberg._catalog import resolve_snapshot
-    from puffin.iceberg._plan import DeleteIndex, plan_files
-    from puffin.iceberg.statistics import snapshot_schema
+    from puffin.iceberg.catalog.catalogs import resolve_snapshot
+    from puffin.iceberg.scan.columns import snapshot_schema
+    from puffin.iceberg.scan.plan import DeleteIndex, plan_files
 
     if not isinstance(condition, str) or not condition.strip():
         raise UsageError("condition must be a non-empty Spark SQL expression")
@@ -168,7 +168,7 @@ def deletion_vectors_for(
     sorted by data file; an empty list, and no file, when no row matches.  Nothing is
     committed: :func:`delete_rows` writes and commits.
     """
-    from puffin.iceberg.deletes import write_table_deletion_vectors
+    from puffin.iceberg.deletes.vectors import write_table_deletion_vectors
 
     vectors = deletion_vector_positions(
         spark, table, condition, snapshot_id=snapshot_id, merge_existing=merge_existing
@@ -187,7 +187,7 @@ def delete_rows(spark: SparkSession, table: Table, condition: str) -> DeleteResu
     ``delete`` snapshot (retrying on concurrent commits).  A v1/v2 table is refused with
     :class:`puffin.errors.UnsupportedTableError` before Spark runs.
     """
-    from puffin.iceberg.row_deletes import commit_deletion_vectors, require_v3
+    from puffin.iceberg.deletes.rows import commit_deletion_vectors, require_v3
 
     require_v3(table, "delete_rows")
     vectors = deletion_vector_positions(spark, table, condition, merge_existing=False)
@@ -203,6 +203,9 @@ def _by_data_file(
 
     With ``existing``, the positions the snapshot already deletes are added to each.
     """
+    from puffin.blobs.deletion_vector import DeletionVector
+    from puffin.iceberg.deletes.merge import union_with_live
+
     by_key = {path_key(p.path): p for p in planned}
     vectors: dict[str, DeletionVector] = {}
     for reported, (dv, last) in found.items():
@@ -214,9 +217,7 @@ def _by_data_file(
                 f"row position {last} is past the {target.record_count} rows of {target.path}"
             )
         if existing is not None and target.delete_files:
-            old = existing.positions(target.path, target.delete_files)
-            if old is not None and len(old):
-                dv.update(old)
+            dv = DeletionVector(union_with_live(existing, target, dv.to_numpy()))
         vectors[target.path] = dv
     return vectors
 
@@ -262,7 +263,7 @@ def position_deletes_to_deletion_vectors(
     if not vectors:
         return []
     if table is not None:
-        from puffin.iceberg.deletes import write_table_deletion_vectors
+        from puffin.iceberg.deletes.vectors import write_table_deletion_vectors
 
         return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
     assert location is not None
@@ -277,7 +278,7 @@ def upgrade_to_v3(spark: SparkSession, table: Table) -> Table:
     :func:`puffin.iceberg.upgrade_to_v3` (same commit, position-delete files removed).  A
     v3 table is returned as it is.
     """
-    from puffin.iceberg.row_deletes import upgrade_to_v3 as upgrade
+    from puffin.iceberg.deletes.upgrade import upgrade_to_v3 as upgrade
 
     if table.metadata.format_version >= 3:
         return table
@@ -295,8 +296,8 @@ def _position_delete_files(table: Table) -> tuple[list[str], set[str]]:
     """The current snapshot's Parquet position-delete files, and its live data files."""
     from pyiceberg.manifest import FileFormat
 
-    from puffin.iceberg._catalog import resolve_snapshot
-    from puffin.iceberg._plan import plan_files
+    from puffin.iceberg.catalog.catalogs import resolve_snapshot
+    from puffin.iceberg.scan.plan import plan_files
 
     planned = plan_files(table, resolve_snapshot(table, None))
     sources: dict[str, None] = {}
@@ -318,12 +319,12 @@ def _write_vectors(
     """Write DVs to a local path (atomically) or, for a URL, through fsspec."""
     import dataclasses
 
-    from puffin._integration.locations import open_output
     from puffin.blobs.deletion_vector import write_deletion_vectors
-    from puffin.iceberg.statistics import created_by
+    from puffin.locations import open_output
+    from puffin.version import CREATED_BY
 
     with open_output(location) as target:
-        entries = write_deletion_vectors(target, vectors, created_by=created_by())
+        entries = write_deletion_vectors(target, vectors, created_by=CREATED_BY)
     if isinstance(target, str):
         return list(entries)
     return [dataclasses.replace(e, path=location) for e in entries]

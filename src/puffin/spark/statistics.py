@@ -46,7 +46,9 @@ def compute_table_statistics(
     supported (``UnsupportedTableError``, or Spark's error for missing field ids).
     """
     from puffin.blobs.theta import ThetaSketch
-    from puffin.iceberg.statistics import plan_statistics, snapshot_schema, write_statistics_file
+    from puffin.iceberg.scan.columns import snapshot_schema
+    from puffin.iceberg.statistics.compute import plan_statistics
+    from puffin.iceberg.statistics.files import write_statistics_file
 
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     schema = snapshot_schema(table, snapshot.schema_id)

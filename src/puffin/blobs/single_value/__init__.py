@@ -32,6 +32,7 @@ NumPy and pyarrow are imported only when this package is used; pyarrow is option
 
 from __future__ import annotations
 
+from puffin.blobs.single_value._arrow import numeric_values
 from puffin.blobs.single_value._column import SerializedValues
 from puffin.blobs.single_value._distinct import distinct_if_small_range, small_range_distinct
 from puffin.blobs.single_value._scalar import serialize_value
@@ -42,6 +43,7 @@ __all__ = [
     "IcebergType",
     "SerializedValues",
     "distinct_if_small_range",
+    "numeric_values",
     "parse_type",
     "serialize_tasks",
     "serialize_value",

@@ -50,7 +50,7 @@ def require_pyarrow() -> Any:
     """The pyarrow module, imported only now; a missing pyarrow is a
     :class:`~puffin.errors.MissingDependencyError` naming the extra, not a bare import error.
 
-    (The blobs layer sits below :mod:`puffin._integration.deps`, so the message is spelled
+    (The blobs layer sits below :mod:`puffin.support.deps`, so the message is spelled
     here the way its ``require`` spells it.)
     """
     try:

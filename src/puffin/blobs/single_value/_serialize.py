@@ -89,7 +89,7 @@ def serialize_tasks(
         if distinct and kind == "numpy" and t.name != "boolean":
             # A low-cardinality column (dates above all) then serializes and hashes only
             # its distinct values.  Clustered columns, whose range is only small slice by
-            # slice, are reduced after serializing (``_theta_build.dedupe_small_range``).
+            # slice, are reduced after serializing (``theta_build.dedupe_small_range``).
             reduced = distinct_if_small_range(piece)
             piece = piece if reduced is None else reduced
         lazy = kind == "arrow" or (kind == "numpy" and piece.dtype.kind != "O" and piece.ndim)

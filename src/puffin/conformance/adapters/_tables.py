@@ -5,7 +5,7 @@ reader                    how it scans
 ========================  ===========================================================
 puffin                    pyiceberg's plan; data files read with pyarrow and deletes
                           (Parquet position deletes, deletion vectors) applied by this
-                          library (``puffin.iceberg._read``)
+                          library (``puffin.iceberg.scan.read``)
 pyiceberg                 ``StaticTable.from_metadata(...).scan().to_arrow()``
 iceberg-rust              pyiceberg-core's ``IcebergDataFusionTable`` in a DataFusion
                           ``SessionContext``: no pyiceberg code on the read path
@@ -126,7 +126,7 @@ def connect_duckdb() -> Any:
 
 def duckdb_scan(metadata: str | os.PathLike[str]) -> str:
     """``iceberg_scan('<local path>')`` for a metadata.json given as a path or URL."""
-    from puffin._integration.locations import local_path
+    from puffin.locations import local_path
 
     text = os.fspath(metadata)
     path = (local_path(text) or text).replace("'", "''")
@@ -148,9 +148,9 @@ def puffin_rows(metadata: str, columns: Sequence[str]) -> Response:
     """This library's scan: pyiceberg plans, our reader applies every delete."""
     from pyiceberg.table import StaticTable
 
-    from puffin.iceberg._columns import ScanColumn
-    from puffin.iceberg._plan import plan_files
-    from puffin.iceberg._read import read_columns
+    from puffin.iceberg.scan.columns import ScanColumn
+    from puffin.iceberg.scan.plan import plan_files
+    from puffin.iceberg.scan.read import read_columns
 
     table = StaticTable.from_metadata(metadata_uri(metadata))
     snapshot = table.current_snapshot()

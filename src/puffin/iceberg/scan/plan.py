@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from puffin._integration.locations import open_input
 from puffin.errors import UnsupportedTableError
+from puffin.locations import open_input
 
 if TYPE_CHECKING:
     import numpy as np

@@ -33,15 +33,15 @@ def check_deletes(table: Table, snapshot: Snapshot, *, vectors: bool = True) -> 
     """
     from pyiceberg.manifest import FileFormat, ManifestContent
 
-    from puffin._integration.locations import open_input
     from puffin.blobs.deletion_vector import read_deletion_vector
-    from puffin.iceberg.deletes import (
+    from puffin.iceberg.metadata.manifests import (
         CONTENT_OFFSET,
         CONTENT_SIZE,
         delete_file_key,
         read_manifest_entries,
         read_manifest_list,
     )
+    from puffin.locations import open_input
 
     out: list[Finding] = []
     version = table.metadata.format_version
@@ -92,8 +92,8 @@ def check_row_lineage(table: Table, snapshot: Snapshot) -> list[Finding]:
     """The row-lineage rules of the snapshot's manifest list (v3 snapshots only)."""
     from pyiceberg.manifest import ManifestContent
 
-    from puffin.iceberg._v3 import first_row_id_of
-    from puffin.iceberg.deletes import read_manifest_list
+    from puffin.iceberg.metadata.manifests import read_manifest_list
+    from puffin.iceberg.metadata.v3 import first_row_id_of
 
     first = snapshot.first_row_id
     if table.metadata.format_version < 3 or first is None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.blobs.standard import NDV
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
-from puffin.iceberg._cli_deletes import _print_json, add_delete_commands
+from puffin.iceberg.cli.deletes import add_delete_commands, print_json
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -185,10 +185,10 @@ def _help(parser: argparse.ArgumentParser) -> Any:
 
 def _open_table(args: argparse.Namespace) -> Table:
     """The table the arguments name; every failure is a :mod:`puffin.errors` class."""
-    from puffin._integration.deps import require
+    from puffin.support.deps import require
 
     require("pyiceberg.catalog", "iceberg")
-    from puffin.iceberg._catalog import load_catalog, load_table
+    from puffin.iceberg.catalog.catalogs import load_catalog, load_table
 
     # Every command but `sample` needs an existing table: never create an empty catalog.
     try:
@@ -201,7 +201,7 @@ def _open_table(args: argparse.Namespace) -> Table:
 
 
 def _run_compute(args: argparse.Namespace) -> int:
-    from puffin.iceberg.statistics import SkippedColumnWarning, compute_table_statistics
+    from puffin.iceberg.statistics.compute import SkippedColumnWarning, compute_table_statistics
 
     table = _open_table(args)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
@@ -221,7 +221,7 @@ def _run_compute(args: argparse.Namespace) -> int:
     if args.json:
         doc = stats.model_dump(by_alias=True, exclude_none=True)
         doc["committed"] = not args.no_commit
-        _print_json("table stats compute", doc)
+        print_json("table stats compute", doc)
         return 0
     verb = "wrote" if args.no_commit else "committed"
     print(f"{verb} {stats.statistics_path}")
@@ -238,13 +238,13 @@ def _run_compute(args: argparse.Namespace) -> int:
 
 
 def _names(table: Table) -> dict[int, str]:
-    from puffin.iceberg._columns import column_names
+    from puffin.iceberg.scan.columns import column_names
 
     return column_names(table.schema())
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    from puffin.iceberg.statistics import read_table_statistics
+    from puffin.iceberg.statistics.files import read_table_statistics
 
     table = _open_table(args)
     stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
@@ -264,7 +264,7 @@ def _run_show(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        _print_json(
+        print_json(
             "table stats show",
             {
                 "snapshot_id": stats.snapshot_id,
@@ -289,12 +289,12 @@ def _run_show(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from puffin.iceberg.verify import verify_table
+    from puffin.iceberg.verify.table import verify_table
 
     table = _open_table(args)
     report = verify_table(table, snapshot_id=args.snapshot_id)
     if args.json:
-        _print_json("table verify", report.to_dict())
+        print_json("table verify", report.to_dict())
         return 0 if report.ok else 1
     name = args.table
     print(
@@ -309,8 +309,8 @@ def _run_verify(args: argparse.Namespace) -> int:
 
 
 def _run_sample(args: argparse.Namespace) -> int:
-    from puffin.iceberg._catalog import load_catalog
-    from puffin.iceberg.sample import create_sample_table
+    from puffin.iceberg.catalog.catalogs import load_catalog
+    from puffin.iceberg.catalog.sample import create_sample_table
 
     if args.rows < 0 or args.files < 1:
         raise UsageError("--rows must be >= 0 and --files >= 1")

@@ -1,6 +1,6 @@
 """Reading a snapshot's live rows column by column, by field id, with its deletes applied.
 
-The planned data files (:mod:`puffin.iceberg._plan`) are read here with pyarrow, one row
+The planned data files (:mod:`puffin.iceberg.scan.plan`) are read here with pyarrow, one row
 group at a time, matched to the table's columns by Parquet field id (or, for files written
 without ids, by the table's name mapping), so renamed and reordered columns read correctly
 and dropped or later-added columns are simply absent from older files.
@@ -14,11 +14,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from puffin._integration.locations import local_path
 from puffin.errors import UnsupportedTableError
-from puffin.iceberg._arrow import to_iceberg_arrow
-from puffin.iceberg._columns import ScanColumn
-from puffin.iceberg._plan import DeleteIndex, PlannedFile, keep_mask
+from puffin.iceberg.scan.arrow import to_iceberg_arrow
+from puffin.iceberg.scan.columns import ScanColumn
+from puffin.iceberg.scan.plan import DeleteIndex, PlannedFile, keep_mask
+from puffin.locations import local_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -146,7 +146,7 @@ def read_as_dictionary(metadata: Any, names: Sequence[str]) -> list[str]:
     and RLE/bit-packed indices take at most 4 bytes a row; a larger chunk fell back to
     plain pages, and reading it as a dictionary would cost a hash per row.
     """
-    from puffin._integration.ndv_parquet import dictionary_columns  # loads NumPy
+    from puffin.ndv.parquet import dictionary_columns  # loads NumPy
 
     return dictionary_columns(metadata, names, row_bytes=4, slack=2 << 20)
 

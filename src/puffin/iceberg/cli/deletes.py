@@ -1,7 +1,7 @@
 """``puffin table upgrade|delete|dv``: row-level deletes of v3 tables from the command line.
 
-Kept apart from :mod:`puffin.iceberg.cli` (statistics, verify, sample) so each module stays
-one concept; that module adds these parsers.  Every handler loads pyiceberg only when it
+Kept apart from :mod:`.commands` (statistics, verify, sample) so each module stays one concept;
+that module adds these parsers.  Every handler loads pyiceberg only when it
 runs, and lets the :mod:`puffin.errors` tree set the exit status (a v2 table given to
 ``delete`` is an ``UnsupportedTableError`` naming ``puffin table upgrade``).
 """
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from puffin.iceberg.deletes import DeletionVectorRef
+    from puffin.iceberg.deletes.vectors import DeletionVectorRef
 
 __all__ = ["SCHEMA_VERSION", "add_delete_commands"]
 
@@ -81,12 +81,12 @@ def add_delete_commands(
     dv.set_defaults(func=lambda args: _run_dv(args, open_table(args)))
 
 
-def _print_json(command: str, doc: dict[str, Any]) -> None:
+def print_json(command: str, doc: dict[str, Any]) -> None:
     print(json.dumps({"schema_version": SCHEMA_VERSION, "command": command, **doc}, indent=2))
 
 
 def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
-    from puffin.iceberg.row_deletes import upgrade_to_v3
+    from puffin.iceberg.deletes.upgrade import upgrade_to_v3
 
     before = table.metadata.format_version
     upgraded = upgrade_to_v3(table)
@@ -102,7 +102,7 @@ def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
         "metadata_location": upgraded.metadata_location,
     }
     if args.json:
-        _print_json("table upgrade", doc)
+        print_json("table upgrade", doc)
         return 0
     if before >= 3:
         print(f"{args.table} is already format version {before}; nothing to do")
@@ -115,7 +115,7 @@ def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
 
 
 def _run_delete(args: argparse.Namespace, table: Table) -> int:
-    from puffin.iceberg.row_deletes import delete_rows
+    from puffin.iceberg.deletes.rows import delete_rows
 
     result = delete_rows(table, args.where)
     vectors = [
@@ -137,7 +137,7 @@ def _run_delete(args: argparse.Namespace, table: Table) -> int:
             "attempts": result.attempts,
             "vectors": vectors,
         }
-        _print_json("table delete", doc)
+        print_json("table delete", doc)
         return 0
     if result.snapshot_id is None:
         print(f"no live row of {args.table} matches {args.where!r}; nothing committed")
@@ -164,9 +164,9 @@ def _ref_doc(r: DeletionVectorRef, rows: dict[str, int]) -> dict[str, Any]:
 
 
 def _run_dv(args: argparse.Namespace, table: Table) -> int:
-    from puffin.iceberg._catalog import resolve_snapshot
-    from puffin.iceberg._plan import plan_files
-    from puffin.iceberg.deletes import deletion_vector_refs
+    from puffin.iceberg.catalog.catalogs import resolve_snapshot
+    from puffin.iceberg.deletes.vectors import deletion_vector_refs
+    from puffin.iceberg.scan.plan import plan_files
 
     snapshot = resolve_snapshot(table, args.snapshot_id)
     refs = sorted(deletion_vector_refs(table, snapshot), key=lambda r: r.referenced_data_file)
@@ -183,7 +183,7 @@ def _run_dv(args: argparse.Namespace, table: Table) -> int:
             "deleted_rows": deleted,
             "vectors": [_ref_doc(r, rows) for r in refs],
         }
-        _print_json("table dv", doc)
+        print_json("table dv", doc)
         return 0
     print(
         f"{args.table} snapshot {snapshot.snapshot_id}: {len(refs)} live deletion vector(s) "

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from puffin.errors import ColumnNotFoundError, UsageError
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
     from pyiceberg.types import NestedField, PrimitiveType
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "column_names",
     "field_paths",
     "resolve_columns",
+    "snapshot_schema",
 ]
 
 #: (field ids from the top-level field down, dotted name, the field itself)
@@ -154,3 +156,12 @@ def resolve_columns(
             continue
         out.append(ScanColumn(field_id=f.field_id, name=name, iceberg_type=ftype, path=ids))
     return out, notes
+
+
+def snapshot_schema(table: Table, schema_id: int | None) -> Any:
+    """The schema a snapshot was written with (the current one if it is not recorded)."""
+    if schema_id is not None:
+        for schema in table.metadata.schemas:
+            if schema.schema_id == schema_id:
+                return schema
+    return table.schema()

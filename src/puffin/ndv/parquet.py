@@ -2,7 +2,7 @@
 
 Only the needed columns are read, ``batch_rows`` at a time from a buffered stream, and
 string columns with small dictionaries come as Arrow dictionaries, so the engine hashes
-each used entry once instead of every row (see :mod:`puffin._integration.ndv`).
+each used entry once instead of every row (see :mod:`puffin.ndv.engine`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from puffin._integration.ndv import Batches, sketch_parts
 from puffin.blobs.theta import DEFAULT_LG_K, ThetaSketch
 from puffin.blobs.types import IcebergType
+from puffin.ndv.engine import Batches, sketch_parts
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq

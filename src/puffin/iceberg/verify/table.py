@@ -22,12 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from puffin._integration.locations import open_input
 from puffin.blobs import standard
+from puffin.blobs.verify import verify_file
 from puffin.errors import PuffinError
-from puffin.iceberg._plan import plan_files
-from puffin.iceberg._v3_checks import check_v3
-from puffin.iceberg.deletes import DeletionVectorRef, TableMetadataError, deletion_vector_refs
+from puffin.iceberg.deletes.vectors import (
+    DeletionVectorRef,
+    TableMetadataError,
+    deletion_vector_refs,
+)
+from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.v3_checks import check_v3
+from puffin.locations import open_input
+from puffin.reader import open as open_puffin
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -92,7 +98,6 @@ def _blob_view(b: Any) -> tuple[Any, ...]:
 
 def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport) -> None:
     """The file's own rules (``puffin.verify_file``), then the metadata's claims about it."""
-    import puffin
 
     path = stats.statistics_path
 
@@ -109,9 +114,9 @@ def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport)
         )
     try:
         with open_input(table.io, path) as f:
-            for p in puffin.verify_file(f):
+            for p in verify_file(f):
                 problem(f"not a valid Puffin file: {p}")
-            with puffin.open(f, file_size=size) as reader:
+            with open_puffin(f, file_size=size) as reader:
                 _compare_footer(stats, reader, problem)
     except PuffinError:
         pass  # a footer that cannot be read is among verify_file's problems
@@ -211,17 +216,16 @@ def _check_dv_file(
     problem: Callable[[str], None],
 ) -> None:
     """One DV file: its own rules when it has a footer, then each manifest range."""
-    import puffin
     from puffin.blobs.deletion_vector import read_deletion_vector
 
     try:
-        with puffin.open(f, file_size=size) as reader:
+        with open_puffin(f, file_size=size) as reader:
             blobs = list(reader.blobs)
     except PuffinError:
         blobs = None  # DV files need not be full Puffin files to be read
     if blobs is not None:
         referenced = {(r.content_offset, r.content_size_in_bytes) for r in refs}
-        for p in puffin.verify_file(f):
+        for p in verify_file(f):
             at = None if p.blob_index is None else blobs[p.blob_index]
             if at is None or (at.offset, at.length) not in referenced:
                 problem(f"not a valid Puffin file: {p}")  # a referenced blob's is below
@@ -286,7 +290,7 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     them all.  ``snapshot_id`` picks the snapshot whose deletion vectors are checked
     (default: the current one); statistics files are checked for every snapshot.
     """
-    from puffin.iceberg._catalog import resolve_snapshot
+    from puffin.iceberg.catalog.catalogs import resolve_snapshot
 
     report = VerifyReport()
     for stats in table.metadata.statistics:

@@ -9,45 +9,54 @@ vector by its byte range, as Java's reader does.
 
 :func:`write_table_deletion_vectors` writes the Puffin file where the table keeps its data and
 returns what the manifest entries need, and :func:`deletion_vector_data_files` turns that into
-pyiceberg ``DataFile`` records; :mod:`puffin.iceberg.row_deletes` commits them.
+pyiceberg ``DataFile`` records; :mod:`puffin.iceberg.deletes.rows` commits them.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin._integration.locations import local_path, open_input
 from puffin.errors import TableMetadataError
-from puffin.iceberg._catalog import resolve_snapshot
-from puffin.iceberg._plan import plan_files
+from puffin.iceberg.catalog.catalogs import resolve_snapshot
+from puffin.iceberg.metadata.manifests import (
+    CONTENT_OFFSET,
+    CONTENT_SIZE,
+    REFERENCED_DATA_FILE,
+    read_manifest_entries,
+)
+from puffin.iceberg.scan.plan import keep_mask, plan_files
+from puffin.locations import open_input, open_output
+from puffin.version import CREATED_BY
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyiceberg.io import FileIO
-    from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+    from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
     from puffin.blobs.deletion_vector import DeletionVector, DeletionVectorEntry
+    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
     "DeletionVectorRef",
     "TableMetadataError",
     "apply_deletion_vector",
+    "check_positions",
+    "data_file_path",
     "deletion_vector_data_files",
     "deletion_vector_refs",
-    "read_manifest_entries",
-    "read_manifest_list",
     "read_table_deletion_vectors",
     "write_table_deletion_vectors",
+    "write_vectors",
 ]
 
 
-def _as_path(key: Any) -> str:
+def data_file_path(key: Any) -> str:
+    """The path of a data file given by path or as a pyiceberg ``DataFile``."""
     path = getattr(key, "file_path", key)
     if not isinstance(path, str):
         raise TypeError(f"data files are given by path or pyiceberg DataFile, got {key!r}")
@@ -80,11 +89,10 @@ def write_table_deletion_vectors(
         ``path`` and ``file_size_in_bytes``), in the order given.
     """
     from puffin.blobs.deletion_vector import DeletionVector, write_deletion_vectors
-    from puffin.iceberg.statistics import created_by
 
     dvs: dict[str, DeletionVector] = {}
     for key, positions in vectors.items():
-        path = _as_path(key)
+        path = data_file_path(key)
         if path in dvs:
             raise ValueError(f"data file {path} is given twice")
         dvs[path] = (
@@ -93,49 +101,39 @@ def write_table_deletion_vectors(
     if not dvs:
         raise ValueError("no deletion vectors to write")
     if validate:
-        _validate_targets(table, dvs)
+        snapshot = table.current_snapshot()
+        check_positions(plan_files(table, snapshot) if snapshot is not None else [], dvs)
     if location is None:
         location = str(
             table.location_provider().new_data_location(f"{uuid.uuid4()}-deletes.puffin")
         )
-    local = local_path(location)
-    stream = None
-    if local is not None:
-        os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
-        target: Any = local
-    else:
-        stream = table.io.new_output(location).create(overwrite=False)
-        target = stream
-    try:
-        entries = write_deletion_vectors(target, dvs, created_by=created_by())
-    finally:
-        if stream is not None:
-            stream.close()
-    import dataclasses
-
+    with open_output(location, table.io) as target:
+        entries = write_deletion_vectors(target, dvs, created_by=CREATED_BY)
     return [
         dataclasses.replace(e, path=location) if getattr(e, "path", location) != location else e
         for e in entries
     ]
 
 
-def _validate_targets(table: Table, dvs: Mapping[str, DeletionVector]) -> None:
-    snapshot = table.current_snapshot()
-    live: dict[str, int] = {}
-    if snapshot is not None:
-        live = {p.path: p.record_count for p in plan_files(table, snapshot)}
-    for path, dv in dvs.items():
-        if path not in live:
+def check_positions(planned: Sequence[PlannedFile], new: Mapping[str, Any]) -> None:
+    """``ValueError`` unless every data file in ``new`` is live in ``planned`` and every
+    position is below its record count (a vector past the end of its file is a corrupt
+    table for every reader)."""
+    import numpy as np
+
+    counts = {p.path: p.record_count for p in planned}
+    for path, positions in new.items():
+        if path not in counts:
             raise ValueError(
                 f"{path} is not a live data file of the table's current snapshot "
                 "(pass validate=False to write anyway)"
             )
-        if len(dv):
-            largest = int(dv.to_numpy()[-1])
-            if largest >= live[path]:
-                raise ValueError(
-                    f"position {largest} is past the end of {path}, which has {live[path]} rows"
-                )
+        found = positions.to_numpy() if hasattr(positions, "to_numpy") else np.asarray(positions)
+        if len(found) and int(found.max()) >= counts[path]:
+            raise ValueError(
+                f"position {int(found.max())} is past the end of {path}, which has "
+                f"{counts[path]} rows"
+            )
 
 
 def deletion_vector_data_files(
@@ -194,70 +192,6 @@ class DeletionVectorRef:
     file_size_in_bytes: int
     manifest_path: str
     sequence_number: int | None
-
-
-def read_manifest_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
-    """A manifest list read with the v3 schema: ``first_row_id`` survives (pyiceberg drops it)."""
-    from pyiceberg.avro.file import AvroFile
-    from pyiceberg.manifest import (
-        MANIFEST_LIST_FILE_SCHEMAS,
-        ManifestContent,
-        ManifestFile,
-        PartitionFieldSummary,
-    )
-
-    with AvroFile[ManifestFile](
-        io.new_input(manifest_list),
-        MANIFEST_LIST_FILE_SCHEMAS[3],
-        read_types={-1: ManifestFile, 508: PartitionFieldSummary},
-        read_enums={517: ManifestContent},
-    ) as reader:
-        return list(reader)
-
-
-def read_manifest_entries(
-    io: FileIO, manifest: ManifestFile, *, include_deleted: bool = False
-) -> list[ManifestEntry]:
-    """A manifest's live entries (``include_deleted``: all of them) as v3 records (keeps the
-    DV fields), sequence numbers inherited."""
-    from pyiceberg.avro.file import AvroFile
-    from pyiceberg.manifest import (
-        MANIFEST_ENTRY_SCHEMAS,
-        DataFile,
-        DataFileContent,
-        FileFormat,
-        ManifestEntry,
-        ManifestEntryStatus,
-        _inherit_from_manifest,
-    )
-
-    with AvroFile[ManifestEntry](
-        io.new_input(manifest.manifest_path),
-        MANIFEST_ENTRY_SCHEMAS[3],
-        read_types={-1: ManifestEntry, 2: DataFile},
-        read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
-    ) as reader:
-        return [
-            _inherit_from_manifest(entry, manifest)
-            for entry in reader
-            if include_deleted or entry.status != ManifestEntryStatus.DELETED
-        ]
-
-
-# Positions of the v3-only data_file fields in pyiceberg's v3 DataFile struct.
-REFERENCED_DATA_FILE, CONTENT_OFFSET, CONTENT_SIZE = 17, 18, 19
-
-
-def delete_file_key(data_file: DataFile) -> tuple[str, str | None]:
-    """What identifies a delete file: its path, and for a DV the data file it references
-    (one Puffin file holds many DVs).  A Parquet position-delete file is its path alone,
-    even when it records ``referenced_data_file`` (Java does for file-scoped deletes)."""
-    from pyiceberg.manifest import FileFormat
-
-    if data_file.file_format != FileFormat.PUFFIN:
-        return str(data_file.file_path), None
-    referenced = data_file[REFERENCED_DATA_FILE] if len(data_file) > REFERENCED_DATA_FILE else None
-    return str(data_file.file_path), None if referenced is None else str(referenced)
 
 
 def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list[DeletionVectorRef]:
@@ -356,8 +290,6 @@ def apply_deletion_vector(data: pa.Table | pa.RecordBatch, dv: Any, *, offset: i
     import numpy as np
     import pyarrow as pa
 
-    from puffin.iceberg._plan import keep_mask
-
     if hasattr(dv, "to_numpy"):
         positions = np.asarray(dv.to_numpy(), dtype=np.int64)
     else:
@@ -370,11 +302,10 @@ def apply_deletion_vector(data: pa.Table | pa.RecordBatch, dv: Any, *, offset: i
     return data.filter(pa.array(mask))
 
 
-def remove_files(table: Table, locations: Iterable[str]) -> None:
-    """Delete files written for a commit that did not happen (best effort: the commit's
-    own error is what the caller reports)."""
-    for location in locations:
-        try:
-            table.io.delete(location)
-        except OSError:  # pragma: no cover - the commit error is what matters
-            pass
+def write_vectors(
+    table: Table, planned: Sequence[PlannedFile], merged: Mapping[str, Any]
+) -> tuple[list[DeletionVectorEntry], list[DataFile]]:
+    """One Puffin file with a vector per data file, and its v3 delete-file records."""
+    entries = write_table_deletion_vectors(table, merged, validate=False)
+    data_files = {p.path: p.data_file for p in planned}
+    return entries, deletion_vector_data_files(table, entries, data_files=data_files)

@@ -185,7 +185,7 @@ def union_states(states: Sequence[tuple[U64, int]], k: int) -> tuple[U64, int]:
     return hashes, theta if kth is None else min(theta, kth)
 
 
-class _Worker:
+class Worker:
     """Scratch buffers of one hashing thread."""
 
     def __init__(self) -> None:
@@ -202,7 +202,7 @@ def hash_rows(
     values: SerializedValues,
     start: int,
     stop: int,
-    worker: _Worker | None = None,
+    worker: Worker | None = None,
     *,
     below: int | None = None,
 ) -> U64:
@@ -212,7 +212,7 @@ def hash_rows(
     The result may live in the worker's scratch space (valid until its next call).
     """
     if worker is None:
-        worker = _Worker()
+        worker = Worker()
     if stop - start > CHUNK_ROWS:
         return np.concatenate(
             [
@@ -231,7 +231,7 @@ def _hash_fixed(
     rows: NDArray[np.uint8],
     width: int,
     valid: NDArray[np.bool_] | None,
-    worker: _Worker,
+    worker: Worker,
     below: int | None,
 ) -> U64:
     n = rows.shape[0]
@@ -258,7 +258,7 @@ def _hash_variable(
     start: int,
     stop: int,
     valid: NDArray[np.bool_] | None,
-    worker: _Worker,
+    worker: Worker,
     below: int | None,
 ) -> U64:
     width = values.width
@@ -321,7 +321,7 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
 
 
 
-def add_in_chunks(acc: Accumulator, part: SerializedValues, worker: _Worker, step: int) -> int:
+def add_in_chunks(acc: Accumulator, part: SerializedValues, worker: Worker, step: int) -> int:
     """Hash ``part`` into ``acc`` in chunks of ``step`` rows growing to ``CHUNK_ROWS``.
 
     Small first chunks let theta fall before the large ones, so most of those hashes skip
@@ -351,7 +351,7 @@ def accumulate(
     workers = max(1, min(threads, len(accumulators), len(tasks)))
 
     def run(acc: Accumulator) -> None:
-        worker = _Worker()
+        worker = Worker()
         step = FIRST_CHUNK_ROWS
         while True:
             try:

@@ -1,6 +1,6 @@
 """The rows a delete's filter matches: binding ``where`` and reading one data file's matches.
 
-Used by :func:`puffin.iceberg.row_deletes.delete_rows`; a filter string is pyiceberg's
+Used by :func:`puffin.iceberg.deletes.rows.delete_rows`; a filter string is pyiceberg's
 row-filter syntax, and its mistakes (syntax, unknown column) are the caller's
 (:class:`puffin.errors.UsageError`, :class:`puffin.errors.ColumnNotFoundError`).
 """
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.table import Table
 
-    from puffin.iceberg._plan import PlannedFile
+    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["bind_where", "matching_positions"]
 

@@ -1,6 +1,6 @@
 """The one NDV engine: Arrow columns in, Iceberg theta sketches out.
 
-``puffin ndv`` (through :func:`puffin._integration.ndv_parquet.sketch_parquet`) and
+``puffin ndv`` (through :func:`puffin.ndv.parquet.sketch_parquet`) and
 ``compute_table_statistics`` read and hash through :func:`sketch_parts`; each task of the
 Spark ``arrow`` engine hashes through :class:`ColumnSketch`.
 Why it is faster than one :class:`~puffin.blobs.theta.ThetaSketchBuilder` update per batch:
@@ -34,21 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs._theta_build import (
+from puffin.blobs.single_value import numeric_values, serialize_values
+from puffin.blobs.theta import DEFAULT_LG_K, ThetaSketch, check_lg_k
+from puffin.blobs.theta_build import (
     CHUNK_ROWS,
     FIRST_CHUNK_ROWS,
     MAX_THETA,
     TASK_ROWS,
     Accumulator,
-    _Worker,
+    Worker,
     add_in_chunks,
     dedupe_small_range,
     default_threads,
     union_states,
 )
-from puffin.blobs.single_value import serialize_values
-from puffin.blobs.single_value._arrow import numeric_values
-from puffin.blobs.theta import DEFAULT_LG_K, ThetaSketch, check_lg_k
 from puffin.blobs.types import IcebergType, arrow_type_for, parse_type
 
 if TYPE_CHECKING:
@@ -93,7 +92,7 @@ class ColumnSketch:
         *,
         lg_k: int = DEFAULT_LG_K,
         cast: bool = False,
-        scratch: _Worker | None = None,
+        scratch: Worker | None = None,
     ) -> None:
         self.iceberg_type = parse_type(iceberg_type)
         self.lg_k = check_lg_k(lg_k)
@@ -146,7 +145,7 @@ class ColumnSketch:
     def _hash(self, values: pa.Array) -> None:
         part = serialize_values(self._normalized(values), self.iceberg_type)
         if self._worker is None:
-            self._worker = _Worker()
+            self._worker = Worker()
         acc, worker = self._acc, self._worker
         step = FIRST_CHUNK_ROWS if acc.theta == MAX_THETA else CHUNK_ROWS
         n = len(part)
@@ -274,7 +273,7 @@ def sketch_parts(
     n = max(1, min(default_threads() if threads is None else threads, len(parts)))
     workers: list[dict[Hashable, ColumnSketch]] = []
     for _ in range(n):
-        scratch = _Worker()
+        scratch = Worker()
         workers.append(
             {k: ColumnSketch(t, lg_k=lg_k, cast=cast, scratch=scratch) for k, t in types.items()}
         )

@@ -41,10 +41,8 @@ Then use ``write_manifest``/``write_manifest_list`` with ``format_version=3`` an
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pyiceberg.manifest import ManifestListWriterV2, ManifestWriterV2
@@ -54,20 +52,17 @@ from puffin.errors import UnsupportedTableError
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import FileIO, OutputFile
-    from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
+    from pyiceberg.manifest import ManifestContent, ManifestFile
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
-    from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.table.update import TableRequirement, TableUpdate
 
 __all__ = [
     "DeleteManifestWriterV3",
-    "DeleteSnapshot",
     "ManifestListWriterV3",
     "commit",
     "pyiceberg_writes_v3",
     "to_v3_manifest_file",
-    "write_delete_snapshot",
 ]
 
 V3: Literal[3] = 3
@@ -303,137 +298,3 @@ def commit(
         table.io,
         catalog,
     )
-
-
-# --- a snapshot that changes only delete files ------------------------------------------------
-
-@dataclass(frozen=True)
-class DeleteSnapshot:
-    """A written but uncommitted snapshot, and every file written for it (to clean up)."""
-
-    snapshot: Snapshot
-    written: tuple[str, ...]
-
-
-def _metadata_file(table: Table, name: str) -> str:
-    return str(table.location_provider().new_metadata_location(name))
-
-
-def _entry(status: Any, snapshot_id: int, entry: ManifestEntry | None, data_file: Any) -> Any:
-    from pyiceberg.manifest import ManifestEntry
-
-    # The spec: "Snapshot id where the file was added, or deleted if status is 2": callers
-    # pass the entry's own id for EXISTING entries and the new snapshot's otherwise.
-    return ManifestEntry.from_args(
-        status=status,
-        snapshot_id=snapshot_id,
-        sequence_number=None if entry is None else entry.sequence_number,
-        file_sequence_number=None if entry is None else entry.file_sequence_number,
-        data_file=data_file,
-    )
-
-
-def _delete_manifests(
-    table: Table,
-    manifests: Sequence[ManifestFile],
-    added: Sequence[DataFile],
-    removed: set[tuple[str, str | None]],
-    snapshot_id: int,
-    written: list[str],
-) -> tuple[list[ManifestFile], list[ManifestFile], list[DataFile]]:
-    """Manifests carried as they are, new v3 delete manifests (one per spec), files removed."""
-    from pyiceberg.manifest import ManifestContent
-    from pyiceberg.manifest import ManifestEntryStatus as S
-
-    from puffin.iceberg.deletes import delete_file_key, read_manifest_entries
-
-    carried: list[ManifestFile] = []
-    gone_files: list[DataFile] = []
-    groups: dict[int, list[Any]] = {}
-    for df in added:
-        groups.setdefault(df.spec_id, []).append(_entry(S.ADDED, snapshot_id, None, df))
-    for manifest in manifests:
-        if manifest.content != ManifestContent.DELETES:
-            carried.append(manifest)
-            continue
-        entries = read_manifest_entries(table.io, manifest)
-        if not any(delete_file_key(e.data_file) in removed for e in entries):
-            carried.append(manifest)
-            continue
-        for e in entries:
-            gone = delete_file_key(e.data_file) in removed
-            if gone:
-                gone_files.append(e.data_file)
-            status = S.DELETED if gone else S.EXISTING
-            who = snapshot_id if gone else e.snapshot_id
-            groups.setdefault(manifest.partition_spec_id, []).append(
-                _entry(status, who or snapshot_id, e, e.data_file)
-            )
-    new: list[ManifestFile] = []
-    for spec_id, entries in sorted(groups.items()):
-        path = _metadata_file(table, f"{uuid.uuid4()}-m{len(new)}.avro")
-        written.append(path)  # before writing: a partial manifest is cleaned up too
-        spec = table.specs()[spec_id]
-        out = table.io.new_output(path)
-        with DeleteManifestWriterV3(spec, table.schema(), out, snapshot_id, "deflate") as w:
-            for e in entries:
-                w.add_entry(e)
-        new.append(w.to_manifest_file())
-    return carried, new, gone_files
-
-
-def write_delete_snapshot(
-    table: Table,
-    added: Sequence[DataFile],
-    removed: set[tuple[str, str | None]],
-    *,
-    operation: str = "delete",
-) -> DeleteSnapshot:
-    """Manifests, manifest list and ``Snapshot`` for a change of delete files only.
-
-    ``added`` are v3 delete-file records (DVs); ``removed`` the :func:`delete_file_key` of
-    live delete files to drop (superseded DVs, merged position deletes).  Data manifests are
-    carried unchanged and get a ``first_row_id`` if they have none; the snapshot's
-    ``first-row-id`` is the table's ``next-row-id`` (0 for a table being upgraded).
-    """
-    from pyiceberg.table.snapshots import Operation, Snapshot, Summary
-
-    from puffin.iceberg.deletes import read_manifest_list, remove_files
-    from puffin.iceberg.row_deletes import snapshot_summary
-
-    parent = table.current_snapshot()
-    assert parent is not None, "a delete snapshot needs a parent"
-    metadata = table.metadata
-    snapshot_id = metadata.new_snapshot_id()
-    sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
-    first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
-    manifests = read_manifest_list(table.io, parent.manifest_list)
-    written: list[str] = []
-    list_path = _metadata_file(table, f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
-    try:
-        carried, new, gone = _delete_manifests(
-            table, manifests, added, removed, snapshot_id, written
-        )
-        written.append(list_path)
-        with ManifestListWriterV3(
-            table.io.new_output(list_path), snapshot_id, parent.snapshot_id,
-            sequence_number, first_row_id,
-        ) as writer:
-            writer.add_manifests([*carried, *new])
-    except BaseException:
-        remove_files(table, written)
-        raise
-    props = snapshot_summary(table, parent, added, gone)
-    snapshot = Snapshot.model_validate(
-        {
-            "snapshot-id": snapshot_id,
-            "parent-snapshot-id": parent.snapshot_id,
-            "sequence-number": sequence_number,
-            "manifest-list": list_path,
-            "summary": Summary(Operation(operation), **props),
-            "schema-id": metadata.current_schema_id,
-            "first-row-id": first_row_id,
-            "added-rows": writer.next_row_id - first_row_id,
-        }
-    )
-    return DeleteSnapshot(snapshot, tuple(written))

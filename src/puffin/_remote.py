@@ -1,9 +1,8 @@
-"""Puffin files at URLs: ``file://`` directly, object stores through fsspec or a FileIO.
+"""Puffin files in object stores: ranged reads and uploads through fsspec or a FileIO.
 
-Iceberg records every location as a URL, so every API that takes a source or a target
-takes one too.  ``file:`` URLs become local paths (native reads, atomic local writes).
-Any other scheme goes through a pyiceberg ``FileIO`` given as ``io=`` (with its
-properties), else through fsspec (optional, imported only here and only when needed).
+:mod:`puffin.locations` decides where a location lives; a remote one comes here.  It goes
+through a pyiceberg ``FileIO`` given as ``io=`` (with its properties), else through fsspec
+(optional, imported only here and only when needed).
 
 Object stores charge by request, so reads are ranged: one request per ``read_at``, no
 read-ahead cache, and the object's size from one HEAD unless the caller knows it
@@ -19,63 +18,30 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import shutil
 import tempfile
 import threading
 from typing import Any
 from urllib.parse import urlparse
 
-from puffin._source import RandomAccessSource
-from puffin._source import _check_range as check_range
-from puffin._source import _short_read as short_read
+from puffin._source import RandomAccessSource, check_range, short_read
 from puffin.errors import InvalidFileError, MissingDependencyError
 
 __all__ = [
     "UPLOAD_BUFFER_SIZE",
     "Upload",
+    "fsspec_fs",
     "is_input_file",
     "is_output_file",
-    "is_url",
-    "local_path",
-    "open_target",
     "open_url_source",
+    "protocols",
 ]
 
 # Bytes of a new object kept in memory before a multipart upload (or a spool file) starts;
 # also the part size.  S3 needs parts of at least 5 MiB.
 UPLOAD_BUFFER_SIZE = 64 << 20
 
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
 _EXTRA = "pip install 'iceberg-puffin[iceberg]' (or fsspec and the filesystem for the scheme)"
-
-
-def is_url(location: object) -> bool:
-    """Whether ``location`` is a URL (``scheme://…`` or ``file:…``), not a local path.
-
-    One-letter schemes are Windows drive letters; ``file:/x`` is Iceberg Java's own form.
-    """
-    return isinstance(location, str) and (
-        _SCHEME.match(location) is not None or location.startswith("file:")
-    )
-
-
-def local_path(location: str) -> str | None:
-    """The local path of a ``file:`` URL (as pyiceberg maps it), else ``None``.
-
-    Everything after the authority is the path, ``#`` and ``?`` included: Iceberg writers
-    (Hadoop's ``Path``, fsspec) do not escape them, so they name the file, not a fragment
-    or a query.  Percent escapes are kept as they are, as pyiceberg and Hadoop do.
-    """
-    if location[:5].lower() != "file:":
-        return None
-    rest = location[5:]
-    if not rest.startswith("//"):
-        return rest  # file:/x, Iceberg Java's form
-    netloc, slash, path = rest[2:].partition("/")
-    if netloc in ("", "localhost"):
-        return slash + path
-    return f"{netloc}{slash}{path}"
 
 
 def is_input_file(obj: object) -> bool:
@@ -96,7 +62,7 @@ def is_output_file(obj: object) -> bool:
     )
 
 
-def _fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
+def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
     """The fsspec filesystem for ``url`` and the path it knows the object by.
 
     A pyiceberg ``FsspecFileIO`` lends its filesystem (with the FileIO's properties);
@@ -221,7 +187,7 @@ def open_url_source(
         return _StreamSource(location, file_size)
     if io is not None and not callable(getattr(io, "get_fs", None)):
         return _StreamSource(io.new_input(location), file_size)
-    fs, path = _fsspec_fs(location, io)
+    fs, path = fsspec_fs(location, io)
     return _FsspecSource(fs, path, location, file_size)
 
 
@@ -234,9 +200,18 @@ class Upload:
     local spool file at :meth:`commit`.
     """
 
-    def __init__(self, url: str, *, fs: Any = None, path: str = "", output: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        fs: Any = None,
+        path: str = "",
+        output: Any = None,
+        overwrite: bool = True,
+    ) -> None:
         self.name = url
         self._fs, self._path, self._output = fs, path, output
+        self._overwrite = overwrite  # an OutputFile handed over means "a new file"
         self._buffer = bytearray()
         self._spill: Any = None  # a multipart stream (fsspec) or a spool file (FileIO)
         self._done = False
@@ -256,7 +231,7 @@ class Upload:
         return size
 
     def _start_spill(self) -> Any:
-        if self._fs is not None and _aborts_uploads(self._fs):
+        if self._fs is not None and aborts_uploads(self._fs):
             return self._fs.open(self._path, "wb", block_size=UPLOAD_BUFFER_SIZE)
         # Other stores (and FileIO streams) may show or keep a partial object: spool to an
         # unnamed local file (nothing to leave behind) and send it whole at commit.
@@ -265,7 +240,7 @@ class Upload:
     @property
     def _streaming(self) -> bool:
         """Whether the spill is the store's own multipart upload (not a local spool)."""
-        return self._spill is not None and self._fs is not None and _aborts_uploads(self._fs)
+        return self._spill is not None and self._fs is not None and aborts_uploads(self._fs)
 
     def flush(self) -> None:
         pass
@@ -296,7 +271,7 @@ class Upload:
         self._buffer = bytearray()
 
     def _upload_through_fileio(self) -> None:
-        stream = self._output.create(overwrite=True)
+        stream = self._output.create(overwrite=self._overwrite)
         try:
             if self._spill is None:
                 stream.write(bytes(self._buffer))
@@ -341,34 +316,12 @@ class Upload:
 _ABORTABLE = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
 
-def _protocols(fs: Any) -> tuple[str, ...]:
+def protocols(fs: Any) -> tuple[str, ...]:
     """An fsspec filesystem's protocol names (fsspec gives a string or a tuple)."""
     return tuple(fs.protocol) if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
 
 
-def _aborts_uploads(fs: Any) -> bool:
-    return any(p in _ABORTABLE for p in _protocols(fs))
+def aborts_uploads(fs: Any) -> bool:
+    return any(p in _ABORTABLE for p in protocols(fs))
 
 
-def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
-    """How to write ``target``: a local path (for ``file:``), an :class:`Upload`, or None.
-
-    None means ``target`` is neither a URL nor a pyiceberg OutputFile: a plain path or a
-    file object the writer handles itself.
-    """
-    if is_output_file(target):
-        path = local_path(target.location) if is_url(target.location) else target.location
-        if path is not None:  # a local file: the atomic local writer, not create(overwrite)
-            return path
-        return Upload(target.location, output=target)
-    if not is_url(target):
-        return None
-    path = local_path(target)
-    if path is not None:
-        return path
-    if io is not None and not callable(getattr(io, "get_fs", None)):
-        return Upload(target, output=io.new_output(target))
-    fs, fs_path = _fsspec_fs(target, io)
-    if "file" in _protocols(fs):
-        return str(fs_path)  # local:// and the like: the atomic local writer
-    return Upload(target, fs=fs, path=fs_path)

@@ -1,1 +1,0 @@
-"""Plumbing shared by the integrations (CLI, Iceberg, Spark)."""

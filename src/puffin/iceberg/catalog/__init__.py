@@ -1,0 +1,1 @@
+"""Catalogs (the embedded SQLite one, pyiceberg's) and the sample table."""

@@ -1,0 +1,111 @@
+"""The one deletion-vector merge: new positions + live DV + position-delete files → one DV.
+
+The spec allows one deletion vector per data file, so a writer that deletes more rows of a
+file must write a vector holding every deleted position of it (what is live now and what is
+new) and drop the vector it supersedes, as Iceberg Java's ``BaseDVFileWriter`` does.  Every
+writer here merges through :func:`merge_deletes` (``delete_rows``,
+``commit_deletion_vectors``, ``upgrade_to_v3``) or :func:`union_with_live` (the Spark jobs,
+which report vectors per data file before any commit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from puffin.iceberg.deletes.vectors import check_positions, deletion_vector_refs
+from puffin.iceberg.metadata.manifests import DeleteFileKey
+from puffin.iceberg.scan.plan import DeleteIndex
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+    from puffin.iceberg.scan.plan import PlannedFile
+
+__all__ = ["MergedDeletes", "Positions", "merge_deletes", "union_with_live"]
+
+#: Deleted row positions per data file path, sorted and unique.
+Positions = dict[str, "npt.NDArray[np.int64]"]
+
+
+@dataclass(frozen=True)
+class MergedDeletes:
+    """What a commit writes: a full DV per data file, the delete files those supersede, and
+    how many of the positions were live rows before (``newly_deleted``)."""
+
+    positions: Positions
+    superseded: frozenset[DeleteFileKey]
+    newly_deleted: int
+
+
+def union_with_live(
+    index: DeleteIndex, planned: PlannedFile, positions: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """``positions`` with every position the file's live delete files delete (a stray
+    position past the file's end, which deletes nothing, is left out)."""
+    import numpy as np
+
+    live = index.positions(planned.path, planned.delete_files)
+    if live is None or not len(live):
+        return np.asarray(positions, dtype=np.int64)
+    live = live[live < planned.record_count]
+    return np.union1d(live, positions).astype(np.int64, copy=False)
+
+
+def merge_deletes(
+    table: Table,
+    snapshot: Snapshot,
+    planned: Sequence[PlannedFile],
+    new: Mapping[str, Any],
+    *,
+    read_live: bool = True,
+    replace_position_deletes: bool = False,
+) -> MergedDeletes:
+    """Merge ``new`` deleted positions (``{data file path: positions}``) with the snapshot's.
+
+    Every data file with positions not deleted yet gets a vector of all its deleted
+    positions, and its live DV is superseded.  Without ``read_live``, ``new`` is taken as
+    complete (Spark read the delete files already).  With ``replace_position_deletes`` (the
+    upgrade to v3) every Parquet position-delete file of the snapshot is superseded, and
+    every data file they delete rows of gets a vector.  ``ValueError`` for a data file that
+    is not live or a position past its end.
+    """
+    import numpy as np
+    from pyiceberg.manifest import FileFormat
+
+    check_positions(planned, new)
+    by_path = {p.path: p for p in planned}
+    superseded: set[DeleteFileKey] = set()
+    candidates = dict(new)
+    if replace_position_deletes:
+        for p in planned:
+            parquet = [d for d in p.delete_files if d.file_format == FileFormat.PARQUET]
+            superseded.update((str(d.file_path), None) for d in parquet)
+            if parquet and read_live:
+                candidates.setdefault(p.path, np.empty(0, dtype=np.int64))
+    index = DeleteIndex(table.io)
+    merged: Positions = {}
+    newly = 0
+    for path, positions in candidates.items():
+        found = np.unique(np.asarray(positions, dtype=np.int64))
+        union = union_with_live(index, by_path[path], found) if read_live else found
+        added = len(union) - (_live_count(index, by_path[path]) if read_live else 0)
+        if added or (replace_position_deletes and len(union)):
+            merged[path] = union
+            newly += added
+    superseded.update(
+        (r.path, r.referenced_data_file)
+        for r in deletion_vector_refs(table, snapshot)
+        if r.referenced_data_file in merged
+    )
+    return MergedDeletes(merged, frozenset(superseded), newly)
+
+
+def _live_count(index: DeleteIndex, planned: PlannedFile) -> int:
+    """How many rows of the file its live delete files delete (cached by the index)."""
+    live = index.positions(planned.path, planned.delete_files)
+    return 0 if live is None else int((live < planned.record_count).sum())

@@ -1,0 +1,148 @@
+"""Row-level deletes committed into Iceberg v3 tables as deletion vectors (merge-on-read).
+
+:func:`delete_rows` finds the rows a filter matches in each live data file, merges them with
+the file's live deletion vector and position deletes, writes one Puffin file and commits one
+``delete`` snapshot whose v3 delete manifest points at the new vectors and drops the ones they
+supersede: no data file is rewritten.  :func:`commit_deletion_vectors` does the same for
+positions computed elsewhere (Spark).
+
+Commits go through :func:`puffin.iceberg.metadata.commits.with_retries`: when another writer
+wins, the table is refreshed, the vectors are merged again (:mod:`.merge`) with what is live
+now and the commit is retried; files written for a failed attempt are removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from puffin.errors import UnsupportedTableError
+from puffin.iceberg.deletes.merge import Positions, merge_deletes
+from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
+from puffin.iceberg.metadata import snapshots, v3
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, snapshot_updates, with_retries
+from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.scan.row_filter import bind_where, matching_positions
+
+if TYPE_CHECKING:
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.table import Table
+
+    from puffin.blobs.deletion_vector import DeletionVectorEntry
+    from puffin.iceberg.scan.plan import PlannedFile
+
+__all__ = ["DeleteResult", "commit_deletion_vectors", "delete_rows", "require_v3"]
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What a delete committed: rows newly deleted, the vectors written, the new snapshot.
+
+    ``deleted_rows`` counts rows that were live before (rows deleted already are not counted
+    again); ``snapshot_id`` is ``None`` when nothing matched and nothing was committed.
+    """
+
+    deleted_rows: int
+    vectors: tuple[DeletionVectorEntry, ...]
+    snapshot_id: int | None
+    table: Table
+    attempts: int = 1
+
+    @property
+    def puffin_path(self) -> str | None:
+        """The Puffin file holding the new vectors (``None`` when nothing was committed)."""
+        return self.vectors[0].path if self.vectors else None
+
+
+def require_v3(table: Table, action: str) -> None:
+    """Refuse row deletes on a v1/v2 table, naming the way out (also used by puffin.spark)."""
+    version = table.metadata.format_version
+    if version < 3:
+        raise UnsupportedTableError(
+            f"{action} needs an Iceberg v3 table (deletion vectors); this table is format "
+            f"version {version}: upgrade it first with puffin.iceberg.upgrade_to_v3(table) "
+            "(or `puffin table upgrade`)"
+        )
+
+
+def delete_rows(
+    table: Table, where: BooleanExpression | str, *, max_attempts: int = MAX_ATTEMPTS
+) -> DeleteResult:
+    """Delete the rows matching ``where`` with deletion vectors, in one ``delete`` snapshot.
+
+    ``where`` is a pyiceberg ``BooleanExpression`` or a row-filter string (``"id < 3"``),
+    bound to the table's current schema.  Deleting nothing commits nothing.
+
+    Raises:
+        UnsupportedTableError: the table is not v3 (see :func:`upgrade_to_v3`), has equality
+            deletes or non-Parquet data files, or its catalog cannot take v3 commits.
+        ColumnNotFoundError: ``where`` names a column the table does not have.
+        UsageError: ``where`` is a string pyiceberg's row-filter parser rejects.
+        CommitConflictError: concurrent commits won ``max_attempts`` times.
+    """
+    require_v3(table, "delete_rows")
+    bound = bind_where(table, where)
+
+    def matching(t: Table, planned: Sequence[PlannedFile]) -> Positions:
+        out: Positions = {}
+        for p in planned:
+            found = matching_positions(t, p, bound)
+            if len(found):
+                out[p.path] = found
+        return out
+
+    return _commit_loop(table, matching, max_attempts=max_attempts)
+
+
+def commit_deletion_vectors(
+    table: Table, vectors: Mapping[Any, Any], *, max_attempts: int = MAX_ATTEMPTS
+) -> DeleteResult:
+    """Commit deleted positions computed elsewhere (``{data file: positions}``), merged.
+
+    A data file is its path or a pyiceberg ``DataFile``; positions are anything
+    :class:`puffin.DeletionVector` accepts.  Each is merged with the file's live vector and
+    position deletes, as in :func:`delete_rows`.  A data file that is not live (any more) or
+    a position past its end raises ``ValueError``; the other errors are those of
+    :func:`delete_rows`.
+    """
+    from puffin.blobs.deletion_vector import DeletionVector
+
+    require_v3(table, "commit_deletion_vectors")
+    wanted: Positions = {}
+    for key, positions in vectors.items():
+        dv = positions if isinstance(positions, DeletionVector) else DeletionVector(positions)
+        wanted[data_file_path(key)] = dv.to_numpy()
+
+    def given(t: Table, planned: Sequence[PlannedFile]) -> Positions:
+        return {path: p for path, p in wanted.items() if len(p)}
+
+    return _commit_loop(table, given, max_attempts=max_attempts)
+
+
+def _commit_loop(
+    table: Table,
+    positions_for: Callable[[Table, Sequence[PlannedFile]], Positions],
+    *,
+    max_attempts: int,
+) -> DeleteResult:
+    """Plan, merge with what is live, write, commit; on a lost race refresh and do it again."""
+
+    def attempt(table: Table, number: int, written: list[str]) -> DeleteResult:
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            return DeleteResult(0, (), None, table, number)
+        planned = plan_files(table, snapshot)
+        merged = merge_deletes(table, snapshot, planned, positions_for(table, planned))
+        if not merged.positions:
+            return DeleteResult(0, (), None, table, number)
+        entries, files = write_vectors(table, planned, merged.positions)
+        written.append(str(entries[0].path))
+        staged = snapshots.write_delete_snapshot(table, files, set(merged.superseded))
+        written.extend(staged.written)
+        requirements, updates = snapshot_updates(table, staged.snapshot)
+        committed = v3.commit(table, requirements, updates)
+        snapshot_id = staged.snapshot.snapshot_id
+        return DeleteResult(merged.newly_deleted, tuple(entries), snapshot_id, committed, number)
+
+    return with_retries(table, attempt, max_attempts)

@@ -1,0 +1,123 @@
+"""The one commit loop: optimistic commits retried after lost races, cleaned up when they fail.
+
+Every writer in :mod:`puffin.iceberg` (row deletes, DV commits, the upgrade to v3, statistics)
+commits through :func:`with_retries`.  An attempt works on the table as it is now and lists
+the files it writes; when another writer wins the race, those files are removed, the table
+is refreshed and the attempt runs again, a bounded number of times with backoff.  A commit
+whose outcome the catalog cannot tell (``CommitStateUnknownException``) keeps its files: the
+table may already reference them.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from puffin.errors import CommitConflictError
+from puffin.iceberg.metadata.manifests import remove_files
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+__all__ = [
+    "MAX_ATTEMPTS",
+    "backoff",
+    "is_conflict",
+    "main_branch_requirements",
+    "snapshot_updates",
+    "with_retries",
+]
+
+#: Attempts before a commit that keeps losing to concurrent commits gives up.
+MAX_ATTEMPTS = 5
+#: The first backoff in seconds; it doubles with each attempt, with jitter.
+BACKOFF_S = 0.05
+_T = TypeVar("_T")
+
+
+def with_retries(
+    table: Table,
+    attempt: Callable[[Table, int, list[str]], _T],
+    max_attempts: int,
+    *,
+    kept: Sequence[str] = (),
+) -> _T:
+    """``attempt(table, number, written)`` until it commits, at most ``max_attempts`` times.
+
+    Each attempt works on the table as refreshed after the last lost race and lists the
+    files it writes in ``written``; when it fails they are removed.  ``kept`` are files
+    written once for every attempt (a statistics file), removed only when the loop ends in
+    failure.  A lost race is retried after a backoff up to the last attempt, which ends in
+    :class:`CommitConflictError`; any other error ends the loop as it is.  Nothing is
+    removed when the commit state is unknown.
+    """
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    for number in range(1, max_attempts + 1):
+        written: list[str] = []
+        try:
+            return attempt(table, number, written)
+        except BaseException as exc:
+            last = number == max_attempts or not is_conflict(exc)
+            _discard(table, [*written, *(kept if last else ())], exc)
+            if not is_conflict(exc):
+                raise
+            if last:
+                raise CommitConflictError(
+                    f"the commit lost to concurrent commits {number} times ({exc}); nothing "
+                    "was committed and the files written for it were removed"
+                ) from exc
+        time.sleep(backoff(number))
+        table = table.refresh()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Whether ``exc`` is a lost race (a requirement failed), worth a retry."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    return isinstance(exc, CommitFailedException)
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait after losing ``attempt``: exponential, with jitter against herds."""
+    return float(BACKOFF_S * (2 ** (attempt - 1)) * (1 + random.random()))
+
+
+def _discard(table: Table, locations: Sequence[str], exc: BaseException) -> None:
+    """Remove what a failed commit wrote, unless the catalog cannot tell whether the
+    commit went through (``CommitStateUnknownException``): then the table may already
+    reference the files, and removing them would break it."""
+    from pyiceberg.exceptions import CommitStateUnknownException
+
+    if not isinstance(exc, CommitStateUnknownException):
+        remove_files(table, locations)
+
+
+def main_branch_requirements(table: Table, snapshot: Snapshot | None) -> list[Any]:
+    """Requirements of a commit based on ``snapshot``: same table, ``main`` not moved."""
+    from pyiceberg.table.refs import MAIN_BRANCH
+    from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID
+
+    return [
+        AssertTableUUID(uuid=table.metadata.table_uuid),
+        AssertRefSnapshotId.model_validate(
+            {"ref": MAIN_BRANCH, "snapshot-id": None if snapshot is None else snapshot.snapshot_id}
+        ),
+    ]
+
+
+def snapshot_updates(table: Table, snapshot: Snapshot) -> tuple[list[Any], list[Any]]:
+    """(requirements, updates) adding ``snapshot`` as ``main``, if ``main`` has not moved."""
+    from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+    from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate
+
+    ref = {"ref-name": MAIN_BRANCH, "snapshot-id": snapshot.snapshot_id}
+    ref_update = SetSnapshotRefUpdate.model_validate({"type": SnapshotRefType.BRANCH, **ref})
+    return (
+        main_branch_requirements(table, table.current_snapshot()),
+        [AddSnapshotUpdate(snapshot=snapshot), ref_update],
+    )

@@ -1,0 +1,1 @@
+"""Table verification: statistics files, deletion vectors, v3 row lineage."""

@@ -1,0 +1,155 @@
+"""Where a location lives, and how to open it: the one home for paths and URLs.
+
+Iceberg records every location as a URL, so every API that takes a source or a target
+takes one too.  There is one mapping of ``file:`` URLs to local paths, :func:`local_path`:
+everything after the authority is the path, as in Iceberg Java (Hadoop's ``Path``) and
+fsspec.  A local location is read natively and written atomically (a temporary file renamed
+into place); any other goes through the table's pyiceberg ``FileIO`` when there is one,
+else through fsspec (:mod:`puffin._remote`).
+
+- :func:`open_source` (readers) and :func:`open_target` (writers) take any source or target;
+- :func:`open_input` and :func:`open_output` are what the Iceberg and Spark integrations
+  call for a table's files: the one input opener and the one output opener.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from puffin._remote import (
+    Upload,
+    fsspec_fs,
+    is_input_file,
+    is_output_file,
+    open_url_source,
+    protocols,
+)
+from puffin._source import RandomAccessSource, Source, local_source
+
+if TYPE_CHECKING:
+    from pyiceberg.io import FileIO
+
+__all__ = [
+    "is_input_file",
+    "is_output_file",
+    "is_url",
+    "local_path",
+    "open_input",
+    "open_output",
+    "open_source",
+    "open_target",
+]
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
+
+
+def is_url(location: object) -> bool:
+    """Whether ``location`` is a URL (``scheme://…`` or ``file:…``), not a local path.
+
+    One-letter schemes are Windows drive letters; ``file:/x`` is Iceberg Java's own form.
+    """
+    return isinstance(location, str) and (
+        _SCHEME.match(location) is not None or location.startswith("file:")
+    )
+
+
+def local_path(location: str) -> str | None:
+    """The local path of a location: a plain path (made absolute) or a ``file:`` URL's
+    path; ``None`` for any other URL.
+
+    Everything after a ``file:`` URL's authority is the path, ``#`` and ``?`` included:
+    Iceberg writers (Hadoop's ``Path``, fsspec) do not escape them, so they name the file,
+    not a fragment or a query.  Percent escapes are kept as they are, as Hadoop and
+    pyiceberg do.  (pyiceberg's own FileIO drops a ``#…`` or ``?…`` part: docs/interop.md.)
+    """
+    if not is_url(location):
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*:", location) and not _drive(location):
+            return None  # scheme:opaque, not a path
+        return os.path.abspath(location)
+    if location[:5].lower() != "file:":
+        return None
+    rest = location[5:]
+    if not rest.startswith("//"):
+        return rest  # file:/x, Iceberg Java's form
+    netloc, slash, path = rest[2:].partition("/")
+    if netloc in ("", "localhost"):
+        return slash + path
+    return f"{netloc}{slash}{path}"
+
+
+def _drive(location: str) -> bool:
+    return os.name == "nt" and len(location) > 1 and location[1] == ":"
+
+
+def open_source(
+    source: Source, *, file_size: int | None = None, file_io: Any = None
+) -> RandomAccessSource:
+    """Wrap ``source`` for positional reads: a URL or pyiceberg InputFile (through
+    ``file_io`` when given, else fsspec), a path, bytes, or a binary file object."""
+    if is_url(source) or is_input_file(source):
+        path = local_path(source) if isinstance(source, str) else None
+        if path is None:
+            return open_url_source(source, file_size=file_size, io=file_io)
+        source = path
+    return local_source(source, file_size=file_size)
+
+
+def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
+    """How to write ``target``: a local path (for ``file:``), an :class:`Upload`, or None.
+
+    None means ``target`` is neither a URL nor a pyiceberg OutputFile: a plain path or a
+    file object the writer handles itself.
+    """
+    if is_output_file(target):
+        path = local_path(target.location) if is_url(target.location) else target.location
+        if path is not None:  # a local file: the atomic local writer, not create(overwrite)
+            return path
+        return Upload(target.location, output=target, overwrite=False)
+    if not is_url(target):
+        return None
+    path = local_path(target)
+    if path is not None:
+        return path
+    if io is not None and not callable(getattr(io, "get_fs", None)):
+        return Upload(target, output=io.new_output(target))
+    fs, fs_path = fsspec_fs(target, io)
+    if "file" in protocols(fs):
+        return str(fs_path)  # local:// and the like: the atomic local writer
+    return Upload(target, fs=fs, path=fs_path)
+
+
+def open_input(io: FileIO, location: str) -> Any:
+    """A seekable binary file for a table's ``location``: the local file, or the FileIO's
+    stream.  The caller closes it."""
+    path = local_path(location)
+    if path is not None:
+        return open(path, "rb")
+    return io.new_input(location).open(seekable=True)
+
+
+@contextmanager
+def open_output(location: str, io: FileIO | None = None) -> Iterator[Any]:
+    """What to give a Puffin writer (:func:`puffin.create`, ``write_deletion_vectors``) to
+    write a new file at a table's ``location``.
+
+    A local location yields its path (its folder created), written atomically; any other
+    yields ``io.new_output(location)`` (the table's pyiceberg FileIO, whose object the
+    writer uploads only when complete) or, without ``io``, the URL itself (fsspec).
+
+    Example::
+
+        with open_output(location, table.io) as target:
+            entries = write_deletion_vectors(target, vectors)
+    """
+    path = local_path(location)
+    if path is not None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        yield path
+    elif io is not None:
+        yield io.new_output(location)
+    else:
+        yield location

@@ -1,0 +1,1 @@
+"""Plumbing the integrations share: optional dependencies, the one progress display."""
