@@ -4,9 +4,9 @@ The Puffin spec's blob types and blob properties are written here and nowhere el
 spirit of Iceberg Java's ``StandardBlobTypes`` and ``StandardPuffinProperties``.  Every
 other module (readers, writers, the CLI, Iceberg and Spark) imports the names, parses
 numeric properties with :func:`parse_long_property` and checks a blob with
-:func:`check_blob`, so a rule changes in one place.
+:func:`puffin.blobs.verify.check_blob`, so a rule changes in one place.
 
-This module is light: the decoders it calls are imported when a check runs.
+This module is light and imports no blob type (they import it).
 
 Example::
 
@@ -18,10 +18,10 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from puffin.errors import DeletionVectorError, InvalidBlobError, ThetaSketchError
+from puffin.errors import DeletionVectorError, InvalidBlobError
 
 if TYPE_CHECKING:  # pragma: no cover
     from puffin.metadata import BlobMetadata
@@ -34,7 +34,6 @@ __all__ = [
     "NDV",
     "REFERENCED_DATA_FILE",
     "STANDARD_BLOB_TYPES",
-    "check_blob",
     "check_file_rules",
     "java_ndv",
     "ndv_agrees",
@@ -104,55 +103,6 @@ def ndv_agrees(ndv: int, num_retained: int, theta64: int, estimate: float) -> bo
     Java's formula (:func:`java_ndv`) and ``floor`` of the C++ estimate are both accepted.
     """
     return ndv in (java_ndv(num_retained, theta64), int(estimate // 1))
-
-
-def _check_theta(data: bytes, meta: BlobMetadata, index: int) -> None:
-    from puffin.blobs.theta import ThetaSketch
-
-    if len(meta.fields) != 1:
-        raise ThetaSketchError(
-            f"a theta blob names exactly one field, this one {len(meta.fields)}",
-            blob_index=index,
-            field="fields",
-        )
-    ndv = parse_long_property(meta.properties, NDV, blob_index=index, error=ThetaSketchError)
-    try:
-        sketch = ThetaSketch.deserialize(data)
-    except ThetaSketchError as exc:
-        raise exc.with_context(blob_index=index, offset=meta.offset) from None
-    if ndv is not None and not ndv_agrees(
-        ndv, sketch.num_retained, sketch.theta64, sketch.estimate
-    ):
-        raise ThetaSketchError(
-            f"ndv property {ndv} does not match the sketch's estimate {sketch.estimate!r} "
-            f"(Java records {java_ndv(sketch.num_retained, sketch.theta64)})",
-            blob_index=index,
-            field=NDV,
-        )
-
-
-def _check_deletion_vector(data: bytes, meta: BlobMetadata, index: int) -> None:
-    from puffin.blobs.deletion_vector import decode_blob
-
-    decode_blob(data, meta, index)  # the error carries the blob index itself
-
-
-_CHECKS: dict[str, Callable[[bytes, BlobMetadata, int], None]] = {
-    APACHE_DATASKETCHES_THETA_V1: _check_theta,
-    DELETION_VECTOR_V1: _check_deletion_vector,
-}
-
-
-def check_blob(data: bytes, meta: BlobMetadata, index: int) -> None:
-    """Every rule of the blob's standard type on its decompressed bytes and footer entry.
-
-    Blobs of other types pass: the spec lets readers skip types they do not know.  Raises
-    the first problem as an :class:`~puffin.errors.InvalidBlobError` subclass whose
-    ``offset`` is a file offset.
-    """
-    check = _CHECKS.get(meta.type)
-    if check is not None:
-        check(data, meta, index)
 
 
 def check_file_rules(blobs: Sequence[BlobMetadata]) -> list[DeletionVectorError]:

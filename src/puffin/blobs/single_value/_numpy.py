@@ -31,15 +31,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["from_numpy"]
 
 
-def _from_objects(
-    values: NDArray[Any], t: IcebergType, valid: NDArray[np.bool_] | None
-) -> SerializedValues:
-    # Object and str arrays hold Python values: the Python converter takes them.
-    from puffin.blobs.single_value._python import from_python
-
-    return from_python(with_nulls(values.tolist(), valid), t)
-
-
 def _boolean(
     values: NDArray[Any], t: IcebergType, valid: NDArray[np.bool_] | None
 ) -> SerializedValues:
@@ -114,8 +105,6 @@ def _decimal(
 def _string(
     values: NDArray[Any], t: IcebergType, valid: NDArray[np.bool_] | None
 ) -> SerializedValues:
-    if values.dtype.kind == "U":
-        return _from_objects(values, t, valid)
     raise TypeError(f"string expects str values, got dtype {values.dtype}")
 
 
@@ -135,8 +124,6 @@ def _bytes(
     if kind == "S":
         # Binary from NumPy bytes: items as NumPy shows them (trailing NULs dropped).
         return pack_bytes(t, with_nulls(values.tolist(), valid))
-    if kind == "U" and name == "uuid":
-        return _from_objects(values, t, valid)
     raise TypeError(f"{t} expects bytes, got dtype {values.dtype}")
 
 
@@ -180,6 +167,6 @@ def from_numpy(
         return fixed_column(t, values, valid)
     if values.ndim != 1:
         raise ValueError(f"expected a 1-D array, got shape {values.shape}")
-    if values.dtype.kind == "O":
-        return _from_objects(values, t, valid)
+    if values.dtype.kind in "OU":  # serialize_values hands these to the Python converter
+        raise TypeError(f"{t}: a {values.dtype} array holds Python values, not NumPy ones")
     return _CONVERTERS[t.name](values, t, valid)

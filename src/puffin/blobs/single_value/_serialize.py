@@ -47,18 +47,29 @@ def _pieces(values: Any) -> Iterator[tuple[str, Any]]:
             return
         raise TypeError(f"cannot serialize {type(values).__name__}; pass an Array or ChunkedArray")
     if isinstance(values, np.ndarray):
-        yield "numpy", values
+        yield _numpy_piece(values)
         return
     imported = _interchange(values)
     if imported is not None:
         yield from imported
         return
     if hasattr(values, "__array__") and not isinstance(values, (list, tuple, str, bytes)):
-        yield "numpy", np.asarray(values)
+        yield _numpy_piece(np.asarray(values))
         return
     if isinstance(values, (str, bytes, bytearray)):
         raise TypeError("pass a sequence of values, not a single str/bytes")
     yield "python", values
+
+
+def _numpy_piece(values: Any) -> tuple[str, Any]:
+    """Object and str arrays hold Python values: the Python converter takes them (masked
+    slots as nulls); every other array is NumPy's."""
+    if values.ndim != 1 or values.dtype.kind not in "OU":
+        return "numpy", values
+    if isinstance(values, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(values).tolist()
+        return "python", [None if m else v for v, m in zip(values.data.tolist(), mask, strict=True)]
+    return "python", values.tolist()
 
 
 _CONVERTERS: dict[str, Callable[[Any, IcebergType], SerializedValues]] = {
