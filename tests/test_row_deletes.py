@@ -440,14 +440,15 @@ def test_spark_deletes_commit(
     with pytest.raises(UnsupportedTableError, match="upgrade_to_v3"):
         ps.delete_rows(session, v2, "id < 10")
     table = upgrade_to_v3(v2)
-    # Spark SQL has the arithmetic pyiceberg's filter lacks.
-    first = ps.delete_rows(session, table, "id < 10 OR id % 7 = 0")
+    # The condition is pyiceberg's row filter, the same as delete_rows takes.
+    sevens = ", ".join(map(str, sorted(SAIL_IDS)))
+    first = ps.delete_rows(session, table, f"id < 10 OR id IN ({sevens})")
     deleted = set(range(10)) | SAIL_IDS
     assert first.deleted_rows == len(deleted) and len(first.vectors) == FILES
     _assert_vectors(first.table, deleted)
-    second = ps.delete_rows(session, first.table, "id % 7 = 0 OR id >= 295")
+    second = ps.delete_rows(session, first.table, f"id IN ({sevens}) OR id >= 295")
     deleted |= set(range(295, 300))
-    assert second.deleted_rows == 5  # the id % 7 = 0 rows were deleted already
+    assert second.deleted_rows == 5  # the multiples of 7 were deleted already
     assert [v.referenced_data_file for v in second.vectors] == [_file_of(table, 200)]
     _assert_vectors(second.table, deleted)
     _assert_ids(second.table, ALL - deleted)

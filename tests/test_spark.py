@@ -542,6 +542,17 @@ def test_cli_stats_and_dv(
     out = capsys.readouterr().out
     assert code == 0, out
     assert "committed" in out and ".stats" in out and "tag" in out
+    stats = ["spark", "stats", "db.base", "--warehouse", str(warehouse), "--columns", "id"]
+    assert main([*stats, "--json", "--no-commit"]) == 0
+    import json as _json
+
+    doc = _json.loads(capsys.readouterr().out)
+    assert (doc["schema_version"], doc["command"], doc["committed"]) == (1, "spark stats", False)
+    # A misspelled column is the same usage error (exit 2) as in `puffin table delete`.
+    bad = ["spark", "dv", "db.base", "--warehouse", str(warehouse), "--where", "categroy = 3"]
+    assert main(bad) == 2
+    err = capsys.readouterr().err
+    assert "puffin spark dv: error:" in err and "'categroy'" in err and "SQLSTATE" not in err
     table = catalog.load_table("db.base")
     assert table.metadata.statistics[-1].statistics_path in out
 
@@ -562,6 +573,7 @@ def test_cli_stats_and_dv(
     import json
 
     doc = json.loads(out)
+    assert (doc["schema_version"], doc["command"]) == (1, "spark dv")  # every --json's envelope
     assert len(doc["deletion_vectors"]) == 3
     total = sum(
         int(pc.sum(pc.equal(pq.read_table(_local(p), columns=["category"])["category"], 3)).as_py())
@@ -672,3 +684,101 @@ def test_demo_runs_end_to_end(
     # Running it again re-creates the table in the same folder.
     assert demo.main(args) == 0
     assert "all checks passed" in capsys.readouterr().out
+
+
+# --- one condition language: Spark matches what pyarrow's evaluation matches -------------------
+
+_CONDITIONS = [
+    "x = 1.5",
+    "x != 1.5",
+    "x > 0",
+    "x <= 0",
+    "x is nan",
+    "not x is nan",
+    "x is null",
+    "x is not null",
+    "s in ('a', 'b')",
+    "s not in ('a', 'b')",
+    "not (s = 'a')",
+    "s like 'a%'",
+    "s not like 'a%'",
+    "d < '2024-01-03'",
+    "ts >= '2024-01-01T12:00:00'",
+    "dec between 1.5 and 3",
+    "id < 3 or (x > 1 and s = 'c')",
+]
+
+
+@pytest.fixture(scope="module")
+def nulls_and_nans(catalog: Any) -> Any:
+    import datetime
+    from decimal import Decimal
+
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import (
+        DateType,
+        DecimalType,
+        DoubleType,
+        LongType,
+        NestedField,
+        StringType,
+        TimestampType,
+    )
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "x", DoubleType(), required=False),
+        NestedField(3, "s", StringType(), required=False),
+        NestedField(4, "d", DateType(), required=False),
+        NestedField(5, "ts", TimestampType(), required=False),
+        NestedField(6, "dec", DecimalType(9, 2), required=False),
+    )
+    xs = [1.5, float("nan"), None, -2.0, 0.0, 3.0, float("nan"), 1.5]
+    ss = ["a", "b", None, "c", "ab", "ba", "c", None]
+    base = datetime.datetime(2024, 1, 1)
+    n = len(xs)
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "x": pa.array(xs, pa.float64()),
+            "s": pa.array(ss, pa.string()),
+            "d": pa.array([None if i == 3 else (base + datetime.timedelta(days=i)).date()
+                           for i in range(n)], pa.date32()),
+            "ts": pa.array([base + datetime.timedelta(hours=6 * i) for i in range(n)],
+                           pa.timestamp("us")),
+            "dec": pa.array([Decimal(i) / 2 for i in range(n)], pa.decimal128(9, 2)),
+        }
+    )
+    table = catalog.create_table("db.conditions", schema)
+    table.append(data)
+    return catalog.load_table("db.conditions")
+
+
+@pytest.mark.parametrize("where", _CONDITIONS)
+def test_spark_matches_the_rows_pyarrow_matches(
+    spark: Any, nulls_and_nans: Any, where: str
+) -> None:
+    from puffin.iceberg.scan.plan import plan_files
+    from puffin.iceberg.scan.row_filter import bind_where, matching_positions
+
+    table = nulls_and_nans
+    bound = bind_where(table, where)
+    expected = {
+        p.path: matching_positions(table, p, bound).tolist()
+        for p in plan_files(table, table.current_snapshot())
+    }
+    got = ps.deletion_vector_positions(spark, table, where, merge_existing=False)
+    assert {k: v.to_numpy().tolist() for k, v in got.items()} == {
+        k: v for k, v in expected.items() if v
+    }
+
+
+def test_spark_refuses_a_dangling_and_before_running(spark: Any, base: Any) -> None:
+    from puffin.errors import ColumnNotFoundError
+
+    with pytest.raises(UsageError, match="cannot parse"):
+        ps.deletion_vectors_for(spark, base, "category = 7 and")
+    with pytest.raises(UsageError, match="cannot parse"):
+        ps.deletion_vectors_for(spark, base, "category = 8 amount")
+    with pytest.raises(ColumnNotFoundError, match="nope"):
+        ps.deletion_vectors_for(spark, base, "nope = 1")

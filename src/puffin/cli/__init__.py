@@ -149,6 +149,17 @@ def _report(exc: BaseException, command: str | None, *, debug: bool, mode: str) 
     return status
 
 
+def _command_path(args: argparse.Namespace) -> str | None:
+    """``table delete`` for ``puffin table delete``: each group keeps its chosen subcommand
+    in ``<group>_command`` (``table_command``, ``stats_command``)."""
+    words: list[str] = []
+    word = getattr(args, "command", None)
+    while isinstance(word, str) and word:
+        words.append(word)
+        word = getattr(args, f"{word}_command", None)
+    return " ".join(words) or None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the exit status."""
     words = list(sys.argv[1:] if argv is None else argv)
@@ -172,4 +183,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return status
     except (Exception, KeyboardInterrupt) as exc:
-        return _report(exc, args.command, debug=args.debug, mode=args.color)
+        return _report(exc, _command_path(args), debug=args.debug, mode=args.color)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import warnings
@@ -17,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from puffin.blobs.standard import NDV
+from puffin.cli.output import print_json
 from puffin.errors import IntegrationError, MissingDependencyError, PuffinError, UsageError
 from puffin.spark._java import check_java, local_session, log_directory
 from puffin.spark._progress import JobProgress
@@ -43,8 +43,8 @@ _CLI_EPILOG = """\
 examples:
   puffin spark stats db.events                       sketch every column, commit the file
   puffin spark stats db.events --columns id,user --no-commit --json
-  puffin spark dv db.events --where "country = 'XX' AND ts < '2024-01-01'"
-  puffin spark dv db.events --where "id % 7 = 0" --commit   delete them (v3 tables)
+  puffin spark dv db.events --where "country = 'XX' and ts < '2024-01-01T00:00:00'"
+  puffin spark dv db.events --where "category = 7" --commit   delete them (v3 tables)
   puffin spark migrate-deletes db.events             v2 position deletes -> deletion vectors
   puffin spark migrate-deletes db.events --commit    ... committed: the table becomes v3
   puffin spark stats prod.db.events --catalog prod --master spark://host:7077
@@ -92,7 +92,17 @@ def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     dv = _command(
         commands, "dv", parents, "write deletion vectors for the rows matching a condition"
     )
-    dv.add_argument("--where", required=True, metavar="COND", help="Spark SQL condition")
+    dv.add_argument(
+        "--where",
+        required=True,
+        metavar="COND",
+        help="row filter in pyiceberg's syntax, as `puffin table delete` takes",
+    )
+    dv.add_argument(
+        "--all-rows",
+        action="store_true",
+        help="with --commit: allow a condition that matches every row",
+    )
     dv.add_argument(
         "--no-merge",
         action="store_true",
@@ -218,7 +228,7 @@ def _cli_stats(args: argparse.Namespace) -> int:
     if args.json:
         doc = stats.model_dump(by_alias=True, exclude_none=True)
         doc["committed"] = not args.no_commit
-        print(json.dumps(doc, indent=2))
+        print_json(f"spark {args.spark_command}", doc)
         return 0
     names = {f.field_id: f.name for f in table.schema().fields}
     print(f"{'wrote' if args.no_commit else 'committed'} {stats.statistics_path}")
@@ -247,7 +257,7 @@ def _print_entries(args: argparse.Namespace, entries: Sequence[DeletionVectorEnt
                 for e in entries
             ],
         }
-        print(json.dumps(doc, indent=2))
+        print_json(f"spark {args.spark_command}", doc)
         return 0
     if not entries:
         print("no rows to delete: nothing written")
@@ -277,7 +287,7 @@ def _print_committed(args: argparse.Namespace, result: DeleteResult) -> int:
                 for e in result.vectors
             ],
         }
-        print(json.dumps(doc, indent=2))
+        print_json(f"spark {args.spark_command}", doc)
     elif result.snapshot_id is None:
         print("no live row matches: nothing committed")
     else:
@@ -296,7 +306,7 @@ def _cli_dv(args: argparse.Namespace) -> int:
         spark, table = _cli_open(args, progress)
         with progress.watching(spark):
             if args.commit:
-                result = delete_rows(spark, table, args.where)
+                result = delete_rows(spark, table, args.where, allow_all_rows=args.all_rows)
             else:
                 entries = deletion_vectors_for(
                     spark,
@@ -336,7 +346,7 @@ def _cli_migrate(args: argparse.Namespace) -> int:
         "metadata_location": upgraded.metadata_location,
     }
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print_json(f"spark {args.spark_command}", doc)
     elif before >= 3:
         print(f"{args.table} is already format version {before}; nothing to do")
     else:

@@ -15,6 +15,7 @@ from puffin.spark._frames import FIELD_ID_CONF, check_parquet, path_key, session
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
@@ -109,15 +110,19 @@ def _collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]
 def deletion_vector_positions(
     spark: SparkSession,
     table: Table,
-    condition: str,
+    where: BooleanExpression | str,
     *,
     snapshot_id: int | None = None,
     merge_existing: bool = True,
 ) -> dict[str, DeletionVector]:
-    """The deleted positions of each data file with rows matching ``condition``; no file.
+    """The deleted positions of each data file with rows matching ``where``; no file.
 
-    Spark reads the snapshot's Parquet data files (columns by field id, so the condition
-    uses the table's current names), keeps the matching rows' ``_metadata.file_path`` and
+    ``where`` is what :func:`puffin.iceberg.delete_rows` takes: a pyiceberg row-filter
+    string or ``BooleanExpression``, bound strictly to the table's current schema before
+    Spark runs (a mistake is a :class:`~puffin.errors.UsageError` or
+    :class:`~puffin.errors.ColumnNotFoundError`) and translated into a Spark column that
+    matches the same rows (:mod:`puffin.spark.conditions`).  Spark reads the snapshot's
+    Parquet data files (columns by field id), keeps the matching rows' ``_metadata.file_path`` and
     ``_metadata.row_index``, and each partition builds and serializes one deletion vector
     per data file on the executors.  The driver merges the pieces of files split over
     partitions and, with ``merge_existing``, adds the positions the snapshot already
@@ -129,9 +134,10 @@ def deletion_vector_positions(
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
     from puffin.iceberg.scan.columns import snapshot_schema
     from puffin.iceberg.scan.plan import DeleteIndex, plan_files
+    from puffin.iceberg.scan.row_filter import bind_where
+    from puffin.spark.conditions import spark_column
 
-    if not isinstance(condition, str) or not condition.strip():
-        raise UsageError("condition must be a non-empty Spark SQL expression")
+    bound = bind_where(table, where)
     snapshot = resolve_snapshot(table, snapshot_id)
     schema = snapshot_schema(table, snapshot.schema_id)
     planned = plan_files(table, snapshot)
@@ -140,7 +146,7 @@ def deletion_vector_positions(
         return {}
     with session_conf(spark, FIELD_ID_CONF):
         data = table_frame(spark, schema, planned, None, rows=False)
-        matches = data.where(F.expr(condition)).select(
+        matches = data.where(spark_column(bound, schema)).select(
             F.col("_metadata.file_path"), F.col("_metadata.row_index")
         )
         found = _collect_vectors(matches)
@@ -151,13 +157,13 @@ def deletion_vector_positions(
 def deletion_vectors_for(
     spark: SparkSession,
     table: Table,
-    condition: str,
+    where: BooleanExpression | str,
     *,
     snapshot_id: int | None = None,
     merge_existing: bool = True,
     location: str | None = None,
 ) -> list[DeletionVectorEntry]:
-    """Deletion vectors for the rows of ``table`` matching the Spark SQL ``condition``.
+    """Deletion vectors for the rows of ``table`` matching ``where`` (a row filter).
 
     :func:`deletion_vector_positions` on Spark, then one Puffin file written through the
     table's FileIO with :func:`puffin.iceberg.write_table_deletion_vectors` (``location``:
@@ -171,15 +177,21 @@ def deletion_vectors_for(
     from puffin.iceberg.deletes.vectors import write_table_deletion_vectors
 
     vectors = deletion_vector_positions(
-        spark, table, condition, snapshot_id=snapshot_id, merge_existing=merge_existing
+        spark, table, where, snapshot_id=snapshot_id, merge_existing=merge_existing
     )
     if not vectors:
         return []
     return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
 
 
-def delete_rows(spark: SparkSession, table: Table, condition: str) -> DeleteResult:
-    """Delete the rows matching the Spark SQL ``condition`` from a v3 table, committed.
+def delete_rows(
+    spark: SparkSession,
+    table: Table,
+    where: BooleanExpression | str,
+    *,
+    allow_all_rows: bool = True,
+) -> DeleteResult:
+    """Delete the rows matching ``where`` (a row filter) from a v3 table, committed.
 
     The executors find the positions (:func:`deletion_vector_positions` on the current
     snapshot); the driver commits them with :func:`puffin.iceberg.commit_deletion_vectors`,
@@ -190,8 +202,8 @@ def delete_rows(spark: SparkSession, table: Table, condition: str) -> DeleteResu
     from puffin.iceberg.deletes.rows import commit_deletion_vectors, require_v3
 
     require_v3(table, "delete_rows")
-    vectors = deletion_vector_positions(spark, table, condition, merge_existing=False)
-    return commit_deletion_vectors(table, vectors)
+    vectors = deletion_vector_positions(spark, table, where, merge_existing=False)
+    return commit_deletion_vectors(table, vectors, allow_all_rows=allow_all_rows)
 
 
 def _by_data_file(

@@ -20,8 +20,9 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from puffin.blobs.standard import NDV
+from puffin.cli.output import print_json
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
-from puffin.iceberg.cli.deletes import add_delete_commands, print_json
+from puffin.iceberg.cli.deletes import add_delete_commands
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table

@@ -9,26 +9,28 @@ runs, and lets the :mod:`puffin.errors` tree set the exit status (a v2 table giv
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from puffin.cli.output import print_json
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
     from puffin.iceberg.deletes.vectors import DeletionVectorRef
 
-__all__ = ["SCHEMA_VERSION", "add_delete_commands"]
+__all__ = ["add_delete_commands"]
 
-#: Version of the ``--json`` documents below; bumped when a field changes meaning.
-SCHEMA_VERSION = 1
 
 _EPILOG_DELETE = """\
 examples:
   puffin table delete db.events --where "id < 100"
   puffin table delete db.events --where "country = 'XX' and day < 20000" --json
 
-COND is pyiceberg's row-filter syntax.  The matching rows of each data file are merged with
+COND is pyiceberg's row-filter syntax, the same for every command that takes --where; it is
+bound to the table's schema before anything runs (an unknown column, or a literal that is
+not a value of its column's type, is an error).  A condition that matches every live row
+needs --all-rows.  The matching rows of each data file are merged with
 the file's live deletion vector and position deletes, written as one Puffin file and
 committed as one `delete` snapshot; no data file is rewritten.  The table must be format
 version 3 (see `puffin table upgrade`).  Nothing matched: nothing is committed.
@@ -66,6 +68,9 @@ def add_delete_commands(
     )
     delete.add_argument("table", help="table identifier, e.g. db.events")
     delete.add_argument("--where", required=True, metavar="COND", help="row filter")
+    delete.add_argument(
+        "--all-rows", action="store_true", help="allow a condition that matches every row"
+    )
     delete.add_argument("--json", action="store_true", help="print the result as JSON")
     delete.set_defaults(func=lambda args: _run_delete(args, open_table(args)))
 
@@ -79,10 +84,6 @@ def add_delete_commands(
     dv.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
     dv.add_argument("--json", action="store_true", help="print JSON")
     dv.set_defaults(func=lambda args: _run_dv(args, open_table(args)))
-
-
-def print_json(command: str, doc: dict[str, Any]) -> None:
-    print(json.dumps({"schema_version": SCHEMA_VERSION, "command": command, **doc}, indent=2))
 
 
 def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
@@ -117,7 +118,7 @@ def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
 def _run_delete(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.deletes.rows import delete_rows
 
-    result = delete_rows(table, args.where)
+    result = delete_rows(table, args.where, allow_all_rows=args.all_rows)
     vectors = [
         {
             "referenced_data_file": v.referenced_data_file,

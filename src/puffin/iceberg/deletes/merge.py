@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["MergedDeletes", "Positions", "merge_deletes", "union_with_live"]
+__all__ = ["MergedDeletes", "Positions", "live_rows", "merge_deletes", "union_with_live"]
 
 #: Deleted row positions per data file path, sorted and unique.
 Positions = dict[str, "npt.NDArray[np.int64]"]
@@ -109,3 +109,9 @@ def _live_count(index: DeleteIndex, planned: PlannedFile) -> int:
     """How many rows of the file its live delete files delete (cached by the index)."""
     live = index.positions(planned.path, planned.delete_files)
     return 0 if live is None else int((live < planned.record_count).sum())
+
+
+def live_rows(table: Table, planned: Sequence[PlannedFile]) -> int:
+    """How many rows of the planned data files no delete file deletes."""
+    index = DeleteIndex(table.io)
+    return sum(p.record_count - _live_count(index, p) for p in planned)

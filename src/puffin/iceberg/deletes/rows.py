@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import UnsupportedTableError
-from puffin.iceberg.deletes.merge import Positions, merge_deletes
+from puffin.errors import UnsupportedTableError, UsageError
+from puffin.iceberg.deletes.merge import Positions, live_rows, merge_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata import snapshots, v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, snapshot_updates, with_retries
@@ -67,18 +67,25 @@ def require_v3(table: Table, action: str) -> None:
 
 
 def delete_rows(
-    table: Table, where: BooleanExpression | str, *, max_attempts: int = MAX_ATTEMPTS
+    table: Table,
+    where: BooleanExpression | str,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+    allow_all_rows: bool = True,
 ) -> DeleteResult:
     """Delete the rows matching ``where`` with deletion vectors, in one ``delete`` snapshot.
 
     ``where`` is a pyiceberg ``BooleanExpression`` or a row-filter string (``"id < 3"``),
-    bound to the table's current schema.  Deleting nothing commits nothing.
+    bound strictly to the table's current schema.  Deleting nothing commits nothing.  With
+    ``allow_all_rows=False`` (the CLI's default) a delete that would leave the table without
+    a live row is refused before anything is written.
 
     Raises:
         UnsupportedTableError: the table is not v3 (see :func:`upgrade_to_v3`), has equality
             deletes or non-Parquet data files, or its catalog cannot take v3 commits.
         ColumnNotFoundError: ``where`` names a column the table does not have.
-        UsageError: ``where`` is a string pyiceberg's row-filter parser rejects.
+        UsageError: ``where`` does not parse, or compares a column with a literal that is
+            not a value of its type; or it matches every row and ``allow_all_rows`` is off.
         CommitConflictError: concurrent commits won ``max_attempts`` times.
     """
     require_v3(table, "delete_rows")
@@ -92,11 +99,15 @@ def delete_rows(
                 out[p.path] = found
         return out
 
-    return _commit_loop(table, matching, max_attempts=max_attempts)
+    return _commit_loop(table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows)
 
 
 def commit_deletion_vectors(
-    table: Table, vectors: Mapping[Any, Any], *, max_attempts: int = MAX_ATTEMPTS
+    table: Table,
+    vectors: Mapping[Any, Any],
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+    allow_all_rows: bool = True,
 ) -> DeleteResult:
     """Commit deleted positions computed elsewhere (``{data file: positions}``), merged.
 
@@ -117,7 +128,7 @@ def commit_deletion_vectors(
     def given(t: Table, planned: Sequence[PlannedFile]) -> Positions:
         return {path: p for path, p in wanted.items() if len(p)}
 
-    return _commit_loop(table, given, max_attempts=max_attempts)
+    return _commit_loop(table, given, max_attempts=max_attempts, allow_all_rows=allow_all_rows)
 
 
 def _commit_loop(
@@ -125,6 +136,7 @@ def _commit_loop(
     positions_for: Callable[[Table, Sequence[PlannedFile]], Positions],
     *,
     max_attempts: int,
+    allow_all_rows: bool,
 ) -> DeleteResult:
     """Plan, merge with what is live, write, commit; on a lost race refresh and do it again."""
 
@@ -136,6 +148,12 @@ def _commit_loop(
         merged = merge_deletes(table, snapshot, planned, positions_for(table, planned))
         if not merged.positions:
             return DeleteResult(0, (), None, table, number)
+        if not allow_all_rows and merged.newly_deleted >= live_rows(table, planned):
+            raise UsageError(
+                f"the condition matches every live row of the table ({merged.newly_deleted}): "
+                "nothing was deleted; to empty the table, say so (allow_all_rows=True, or "
+                "--all-rows on the command line)"
+            )
         entries, files = write_vectors(table, planned, merged.positions)
         written.append(str(entries[0].path))
         staged = snapshots.write_delete_snapshot(table, files, set(merged.superseded))

@@ -23,20 +23,117 @@ __all__ = ["bind_where", "matching_positions"]
 
 
 def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpression:
-    """``where`` bound to the table's current schema (``AlwaysFalse`` when nothing can match)."""
+    """``where`` bound to the table's current schema (``AlwaysFalse`` when nothing can match).
+
+    Strict, so that a mistake never changes which rows match: a string must parse whole
+    (pyiceberg's row-filter grammar), every column must exist, and every literal must be a
+    value of its column's type.  A decimal literal with fewer decimal places than the column
+    is rescaled (``999.5`` for a ``decimal(12, 2)`` column is ``999.50``); one with more is
+    refused rather than rounded.
+    """
     from pyiceberg.expressions import AlwaysFalse, BooleanExpression
-    from pyiceberg.expressions.visitors import bind
+    from pyiceberg.expressions.visitors import bind, visit
 
     expr = _parse(where) if isinstance(where, str) else where
     if not isinstance(expr, BooleanExpression):
         raise TypeError(f"where must be a row-filter string or BooleanExpression, got {where!r}")
+    schema = table.schema()
+    expr = visit(expr, _checked(schema, where))
     try:
-        bound = bind(table.schema(), expr, case_sensitive=True)
-    except ValueError as exc:
-        if "Could not find field" in str(exc):
-            raise ColumnNotFoundError(f"{exc} (in where={where!r})") from exc
-        raise
+        bound = bind(schema, expr, case_sensitive=True)
+    except (ValueError, TypeError) as exc:  # pragma: no cover - _Checked binds each first
+        raise UsageError(f"cannot apply the row filter {where!r} to the table: {exc}") from None
     return AlwaysFalse() if bound == AlwaysFalse() else bound
+
+
+def _literal_values(pred: Any) -> list[Any]:
+    if hasattr(pred, "literals"):
+        return sorted(pred.literals, key=repr)
+    return [pred.literal] if hasattr(pred, "literal") else []
+
+
+def _rescaled(pred: Any, field_type: Any) -> Any:
+    """A predicate on a decimal column with its literals at the column's scale, exactly."""
+    from decimal import Decimal
+
+    from pyiceberg.expressions.literals import literal as make_literal
+
+    exponent = Decimal(1).scaleb(-field_type.scale)
+    values = []
+    for lit in _literal_values(pred):
+        value = lit.value
+        if not isinstance(value, (Decimal, int)):
+            return pred
+        scaled = Decimal(value).quantize(exponent)
+        if scaled != value:
+            raise UsageError(
+                f"{value} has more decimal places than column {pred.term.name!r} "
+                f"({field_type}) holds; it would have to be rounded"
+            )
+        values.append(make_literal(scaled))
+    if hasattr(pred, "literals"):
+        return type(pred)(pred.term, values)
+    return type(pred)(pred.term, values[0])
+
+
+def _check_predicate(schema: Any, pred: Any, where: object) -> Any:
+    """``pred`` if it binds to ``schema``, else a :class:`UsageError` naming the column,
+    its type and the literal (or :class:`ColumnNotFoundError`)."""
+    from pyiceberg.types import DecimalType
+
+    name = pred.term.name
+    try:
+        field = schema.find_field(name, case_sensitive=True)
+    except ValueError:
+        raise ColumnNotFoundError(
+            f"the row filter {where!r} names column {name!r}, which the table does not "
+            f"have (columns: {', '.join(f.name for f in schema.fields)})"
+        ) from None
+    if isinstance(field.field_type, DecimalType):
+        pred = _rescaled(pred, field.field_type)
+    try:
+        pred.bind(schema, case_sensitive=True)
+    except (ValueError, TypeError):
+        values = ", ".join(repr(lit.value) for lit in _literal_values(pred))
+        raise UsageError(
+            f"the row filter {where!r} compares column {name!r} ({field.field_type}) with "
+            f"{values}, which is not a value of type {field.field_type}"
+        ) from None
+    return pred
+
+
+def _checked(schema: Any, where: object) -> Any:
+    """A visitor that rebuilds an unbound expression with each predicate checked."""
+    from pyiceberg.expressions import And, Not, Or
+    from pyiceberg.expressions.visitors import BooleanExpressionVisitor
+
+    class Checked(BooleanExpressionVisitor[Any]):
+        def visit_true(self) -> Any:
+            from pyiceberg.expressions import AlwaysTrue
+
+            return AlwaysTrue()
+
+        def visit_false(self) -> Any:
+            from pyiceberg.expressions import AlwaysFalse
+
+            return AlwaysFalse()
+
+        def visit_not(self, child_result: Any) -> Any:
+            return Not(child_result)
+
+        def visit_and(self, left_result: Any, right_result: Any) -> Any:
+            return And(left_result, right_result)
+
+        def visit_or(self, left_result: Any, right_result: Any) -> Any:
+            return Or(left_result, right_result)
+
+        def visit_unbound_predicate(self, predicate: Any) -> Any:
+            return _check_predicate(schema, predicate, where)
+
+        def visit_bound_predicate(self, predicate: Any) -> Any:
+            return predicate
+
+    return Checked()
 
 
 def _parse(where: str) -> Any:
@@ -44,6 +141,8 @@ def _parse(where: str) -> Any:
     from pyiceberg.expressions.parser import parse
     from pyparsing import ParseException
 
+    if not where.strip():
+        raise UsageError("the row filter is empty")
     try:
         return parse(where)
     except ParseException as exc:
