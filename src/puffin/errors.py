@@ -17,6 +17,8 @@ the Iceberg and the Spark integrations.  The CLI maps each branch to an exit sta
       MissingDependencyError    an optional extra is not installed          exit 2
       SetupError                the environment cannot run the job          exit 2
         JavaNotFoundError       (Spark) no Java 17 or later
+      StorageError              an object store that cannot be reached, or   exit 1
+                                refuses us (credentials, endpoint, timeout)
       TableError                an Iceberg table, catalog or snapshot       exit 1
         NotFoundError           a catalog, table, snapshot or statistics file is missing
           CatalogNotFoundError, TableNotFoundError, SnapshotNotFoundError,
@@ -48,6 +50,7 @@ __all__ = [
     "SetupError",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
+    "StorageError",
     "TableError",
     "TableMetadataError",
     "TableNotFoundError",
@@ -199,6 +202,11 @@ class SetupError(IntegrationError, RuntimeError):
 
 class JavaNotFoundError(SetupError):
     """No Java 17 or later was found for Spark."""
+
+
+class StorageError(IntegrationError, OSError):
+    """An object store could not be reached or refused the request: no credentials, an
+    endpoint that does not answer, a timeout.  The message names the URL and what to do."""
 
 
 class TableError(IntegrationError):
