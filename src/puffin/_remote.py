@@ -22,10 +22,10 @@ import shutil
 import tempfile
 import threading
 from typing import Any
-from urllib.parse import urlparse
 
 from puffin._source import RandomAccessSource, check_range, short_read
-from puffin.errors import InvalidFileError, MissingDependencyError
+from puffin._stores import fsspec_fs, storage_errors
+from puffin.errors import InvalidFileError
 
 __all__ = [
     "UPLOAD_BUFFER_SIZE",
@@ -40,9 +40,6 @@ __all__ = [
 # Bytes of a new object kept in memory before a multipart upload (or a spool file) starts;
 # also the part size.  S3 needs parts of at least 5 MiB.
 UPLOAD_BUFFER_SIZE = 64 << 20
-
-_EXTRA = "pip install 'iceberg-puffin[iceberg]' (or fsspec and the filesystem for the scheme)"
-
 
 def is_input_file(obj: object) -> bool:
     """A pyiceberg ``InputFile`` (duck-typed: a location it can ``open``, no ``read``)."""
@@ -62,28 +59,6 @@ def is_output_file(obj: object) -> bool:
     )
 
 
-def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
-    """The fsspec filesystem for ``url`` and the path it knows the object by.
-
-    A pyiceberg ``FsspecFileIO`` lends its filesystem (with the FileIO's properties);
-    otherwise fsspec's own, configured as fsspec is (``FSSPEC_S3_ENDPOINT_URL``, …).
-    """
-    if io is not None:
-        parsed = urlparse(url)
-        return io.get_fs(parsed.scheme, parsed.netloc), url
-    try:
-        import fsspec.core
-    except ImportError:
-        raise MissingDependencyError(f"{url}: reading URLs needs fsspec: {_EXTRA}") from None
-    try:
-        fs, path = fsspec.core.url_to_fs(url)
-    except ImportError as exc:  # fsspec knows the scheme but its package is missing
-        raise MissingDependencyError(f"{url}: {exc}; {_EXTRA}") from None
-    except ValueError as exc:  # an unknown scheme
-        raise FileNotFoundError(errno.ENOENT, f"cannot open this URL: {exc}", url) from None
-    return fs, path
-
-
 def _not_found(url: str, exc: OSError) -> OSError:
     """``exc`` naming the URL, not the store's own name for the object."""
     return type(exc)(exc.errno or errno.ENOENT, exc.strerror or "no such object", url)
@@ -99,7 +74,8 @@ class _FsspecSource:
         self._fs, self._path = fs, path
         if file_size is None:
             try:
-                info = fs.info(path)  # one HEAD
+                with storage_errors(url):
+                    info = fs.info(path)  # one HEAD
             except FileNotFoundError as exc:
                 raise _not_found(url, exc) from None
             if info.get("type") == "directory":
@@ -115,7 +91,8 @@ class _FsspecSource:
         if length == 0:
             return b""
         try:
-            data = self._fs.cat_file(self._path, start=offset, end=offset + length)
+            with storage_errors(self.name or self._path):
+                data = self._fs.cat_file(self._path, start=offset, end=offset + length)
         except FileNotFoundError as exc:
             raise _not_found(self.name or self._path, exc) from None
         except OSError as exc:
@@ -140,7 +117,8 @@ class _StreamSource:
     def __init__(self, input_file: Any, file_size: int | None) -> None:
         self.name: str | None = input_file.location
         try:
-            self._stream = input_file.open(seekable=True)  # PyArrow: the one HEAD
+            with storage_errors(input_file.location):
+                self._stream = input_file.open(seekable=True)  # PyArrow: the one HEAD
         except FileNotFoundError as exc:
             raise _not_found(input_file.location, exc) from None
         self._lock = threading.Lock()  # for streams without positional reads
@@ -250,17 +228,8 @@ class Upload:
         if self._done:
             return
         try:
-            if self._fs is not None and self._spill is None:
-                self._fs.pipe_file(self._path, bytes(self._buffer))
-            elif self._streaming:
-                self._spill.close()  # completes the multipart upload
-            elif self._fs is not None:  # a store that cannot abort: one copy, at the end
-                self._spill.seek(0)
-                with self._fs.open(self._path, "wb") as out:
-                    shutil.copyfileobj(self._spill, out, UPLOAD_BUFFER_SIZE)
-                self._spill.close()
-            else:
-                self._upload_through_fileio()
+            with storage_errors(self.name):
+                self._commit()
         except FileNotFoundError as exc:  # a missing bucket
             self.discard()
             raise _not_found(self.name, exc) from None
@@ -269,6 +238,19 @@ class Upload:
             raise
         self._done = True
         self._buffer = bytearray()
+
+    def _commit(self) -> None:
+        if self._fs is not None and self._spill is None:
+            self._fs.pipe_file(self._path, bytes(self._buffer))
+        elif self._streaming:
+            self._spill.close()  # completes the multipart upload
+        elif self._fs is not None:  # a store that cannot abort: one copy, at the end
+            self._spill.seek(0)
+            with self._fs.open(self._path, "wb") as out:
+                shutil.copyfileobj(self._spill, out, UPLOAD_BUFFER_SIZE)
+            self._spill.close()
+        else:
+            self._upload_through_fileio()
 
     def _upload_through_fileio(self) -> None:
         stream = self._output.create(overwrite=self._overwrite)

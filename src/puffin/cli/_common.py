@@ -51,7 +51,10 @@ def _describe(exc: BaseException, path: str | None = None) -> str:
         if exc.offset is not None:
             where.append(f"offset {exc.offset}")
         return f"{exc.reason} ({', '.join(where)})" if where else exc.reason
-    return str(exc) or type(exc).__name__
+    text = str(exc) or type(exc).__name__
+    if path is not None and text.startswith(f"{path}: "):  # the caller names the path
+        text = text[len(path) + 2 :]
+    return text
 
 
 @contextlib.contextmanager

@@ -66,75 +66,91 @@ def _literal(value: Any, iceberg_type: Any) -> Column:
     return F.lit(value)
 
 
-def _visitor(schema: Schema) -> Any:
-    from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor
-    from pyspark.sql import functions as F
+class _Terms:
+    """Spark columns and literals for the bound terms of one schema."""
 
-    paths = field_paths(schema)
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.paths = field_paths(schema)
 
-    def col(term: Any) -> tuple[Column, Any]:
+    def col(self, term: Any) -> tuple[Column, Any]:
         field = term.ref().field
-        if field.field_id not in paths:
+        if field.field_id not in self.paths:
             raise UsageError(f"column {field.name!r} cannot be read on Spark")
-        return column_ref(schema, paths[field.field_id][0]), field.field_type
+        return column_ref(self.schema, self.paths[field.field_id][0]), field.field_type
 
-    def compare(term: Any, literal: Any, op: str) -> Column:
-        column, iceberg_type = col(term)
-        value = _literal(literal.value, iceberg_type)
-        result: Column = getattr(column, op)(value)
+    def compare(self, term: Any, literal: Any, op: str) -> Column:
+        from pyspark.sql import functions as F
+
+        column, iceberg_type = self.col(term)
+        result: Column = getattr(column, op)(_literal(literal.value, iceberg_type))
         if str(iceberg_type) in _FLOATS and op != "__ne__":
             result = ~F.isnan(column) & result  # IEEE: NaN compares false
         return result
 
-    def member(term: Any, literals: set[Any]) -> Column:
-        column, iceberg_type = col(term)
+    def member(self, term: Any, literals: set[Any]) -> Column:
+        from pyspark.sql import functions as F
+
+        column, iceberg_type = self.col(term)
         values = [_literal(v, iceberg_type) for v in sorted(literals, key=repr)]
-        return F.coalesce(column.isin(*values), F.lit(False))
+        return F.coalesce(column.isin(*values), F.lit(False))  # Arrow: false for null
+
+    def nan(self, term: Any, negate: bool) -> Column:
+        from pyspark.sql import functions as F
+
+        column = self.col(term)[0]
+        found = F.isnan(column)
+        return F.when(column.isNotNull(), ~found if negate else found)  # null stays null
+
+
+def _visitor(schema: Schema) -> Any:
+    from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor
+    from pyspark.sql import functions as F
+
+    t = _Terms(schema)
 
     class ToSpark(BoundBooleanExpressionVisitor[Any]):
         def visit_in(self, term: Any, literals: set[Any]) -> Column:
-            return member(term, literals)
+            return t.member(term, literals)
 
         def visit_not_in(self, term: Any, literals: set[Any]) -> Column:
-            return ~member(term, literals)
+            return ~t.member(term, literals)
 
         def visit_is_nan(self, term: Any) -> Column:
-            column = col(term)[0]
-            return F.when(column.isNotNull(), F.isnan(column))  # null stays null, as in Arrow
+            return t.nan(term, negate=False)
 
         def visit_not_nan(self, term: Any) -> Column:
-            column = col(term)[0]
-            return F.when(column.isNotNull(), ~F.isnan(column))
+            return t.nan(term, negate=True)
 
         def visit_is_null(self, term: Any) -> Column:
-            return col(term)[0].isNull()
+            return t.col(term)[0].isNull()
 
         def visit_not_null(self, term: Any) -> Column:
-            return col(term)[0].isNotNull()
+            return t.col(term)[0].isNotNull()
 
         def visit_equal(self, term: Any, literal: Any) -> Column:
-            return compare(term, literal, "__eq__")
+            return t.compare(term, literal, "__eq__")
 
         def visit_not_equal(self, term: Any, literal: Any) -> Column:
-            return compare(term, literal, "__ne__")
+            return t.compare(term, literal, "__ne__")
 
         def visit_greater_than_or_equal(self, term: Any, literal: Any) -> Column:
-            return compare(term, literal, "__ge__")
+            return t.compare(term, literal, "__ge__")
 
         def visit_greater_than(self, term: Any, literal: Any) -> Column:
-            return compare(term, literal, "__gt__")
+            return t.compare(term, literal, "__gt__")
 
         def visit_less_than(self, term: Any, literal: Any) -> Column:
-            return compare(term, literal, "__lt__")
+            return t.compare(term, literal, "__lt__")
 
         def visit_less_than_or_equal(self, term: Any, literal: Any) -> Column:
-            return compare(term, literal, "__le__")
+            return t.compare(term, literal, "__le__")
 
         def visit_starts_with(self, term: Any, literal: Any) -> Column:
-            return col(term)[0].startswith(str(literal.value))
+            return t.col(term)[0].startswith(str(literal.value))
 
         def visit_not_starts_with(self, term: Any, literal: Any) -> Column:
-            return ~col(term)[0].startswith(str(literal.value))
+            return ~t.col(term)[0].startswith(str(literal.value))
 
         def visit_true(self) -> Column:
             return F.lit(True)

@@ -1,0 +1,118 @@
+"""Object-store filesystems: which one serves a URL, bounded in time, failures said plainly.
+
+fsspec finds the filesystem for a scheme; this module adds what a user of a data library
+expects from it: the package to install when a scheme's filesystem is missing (``gcsfs`` for
+``gs://``, not the extra that is already installed), timeouts so an endpoint that does not
+answer fails within :func:`storage_timeout` seconds instead of botocore's default retries,
+and missing credentials or an unreachable endpoint as :class:`~puffin.errors.StorageError`
+naming the URL and what to do, instead of the store client's own exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+from puffin.errors import MissingDependencyError, SetupError, StorageError
+
+__all__ = ["STORAGE_TIMEOUT_ENV", "fsspec_fs", "storage_errors", "storage_timeout"]
+
+#: Seconds a request to an object store may take to fail, all retries included.
+STORAGE_TIMEOUT_ENV = "PUFFIN_STORAGE_TIMEOUT"
+_DEFAULT_TIMEOUT = 15.0
+
+# The fsspec filesystem package of each scheme, for the error that names what to install.
+_PACKAGES = {
+    "s3": "s3fs", "s3a": "s3fs", "s3n": "s3fs",
+    "gs": "gcsfs", "gcs": "gcsfs",
+    "abfs": "adlfs", "abfss": "adlfs", "az": "adlfs", "adl": "adlfs",
+    "oss": "ossfs", "hf": "huggingface_hub", "http": "aiohttp", "https": "aiohttp",
+}  # fmt: skip
+_CREDENTIALS = {"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"}
+_UNREACHABLE = {
+    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError",
+    "ConnectionClosedError", "ClientConnectorError", "ServerTimeoutError", "FSTimeoutError",
+}  # fmt: skip
+
+
+def storage_timeout() -> float:
+    """:data:`STORAGE_TIMEOUT_ENV` (seconds), 15 by default."""
+    text = os.environ.get(STORAGE_TIMEOUT_ENV, "")
+    try:
+        value = float(text) if text else _DEFAULT_TIMEOUT
+    except ValueError:
+        raise SetupError(f"{STORAGE_TIMEOUT_ENV}={text!r} is not a number of seconds") from None
+    return value if value > 0 else _DEFAULT_TIMEOUT
+
+
+def _options(scheme: str) -> dict[str, Any]:
+    """Storage options that bound the time a failing request takes."""
+    total = storage_timeout()
+    if scheme in ("s3", "s3a", "s3n"):
+        # botocore's legacy retries take ~10 s to give up on a refused connection.
+        return {
+            "config_kwargs": {
+                "connect_timeout": total / 3,
+                "read_timeout": total,
+                "retries": {"max_attempts": 2, "mode": "standard"},
+            }
+        }
+    return {}
+
+
+def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
+    """The fsspec filesystem for ``url`` and the path it knows the object by.
+
+    A pyiceberg ``FsspecFileIO`` lends its filesystem (with the FileIO's properties);
+    otherwise fsspec's own, configured as fsspec is (``FSSPEC_S3_ENDPOINT_URL``, …), with
+    the timeouts above.
+    """
+    scheme = urlparse(url).scheme.lower()
+    if io is not None:
+        parsed = urlparse(url)
+        return io.get_fs(parsed.scheme, parsed.netloc), url
+    package = _PACKAGES.get(scheme, f"the fsspec filesystem for {scheme}://")
+    try:
+        import fsspec.core
+    except ImportError:
+        raise MissingDependencyError(
+            f"{url}: reading URLs needs fsspec: pip install 'iceberg-puffin[iceberg]' (and "
+            f"{package} for {scheme}://)"
+        ) from None
+    options = _options(scheme)
+    try:
+        with storage_errors(url):
+            return fsspec.core.url_to_fs(url, **options)  # type: ignore[no-any-return]
+    except ImportError:  # fsspec knows the scheme but its package is missing
+        raise MissingDependencyError(
+            f"{url}: {scheme}:// URLs need the {package} package: pip install {package}"
+        ) from None
+    except ValueError as exc:  # an unknown scheme
+        raise FileNotFoundError(errno.ENOENT, f"cannot open this URL: {exc}", url) from None
+
+
+@contextlib.contextmanager
+def storage_errors(url: str) -> Iterator[None]:
+    """Turn a store client's credential and connection errors into :class:`StorageError`."""
+    try:
+        yield
+    except Exception as exc:
+        names = {cls.__name__ for cls in type(exc).__mro__}
+        if names & _CREDENTIALS:
+            raise StorageError(
+                f"{url}: no credentials for the object store ({exc}); set them as the store "
+                "expects (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, or "
+                "anonymous access for a public bucket)"
+            ) from None
+        if names & _UNREACHABLE or isinstance(exc, TimeoutError):
+            raise StorageError(
+                f"{url}: the object store did not answer ({exc}); check the endpoint "
+                f"(AWS_ENDPOINT_URL, FSSPEC_S3_ENDPOINT_URL, a FileIO's s3.endpoint) and the "
+                f"network; requests give up after {STORAGE_TIMEOUT_ENV}="
+                f"{storage_timeout():g} s"
+            ) from None
+        raise
