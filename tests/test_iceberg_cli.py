@@ -194,6 +194,8 @@ def test_upgrade_delete_and_dv_commands(home: Path) -> None:
 
     refused = _puffin(home, "delete", "db.t", "--where", "id < 10")
     assert refused.returncode == 1 and "puffin table upgrade" in refused.stderr
+    # The command line's way out comes first; the library call is named after it.
+    assert refused.stderr.index("puffin table upgrade") < refused.stderr.index("upgrade_to_v3")
 
     doc = _json(_puffin(home, "upgrade", "db.t", "--json"), "table-upgrade")
     assert (doc["previous_format_version"], doc["format_version"]) == (2, 3)

@@ -524,8 +524,10 @@ def test_position_deletes_become_deletion_vectors(
     assert all(e.path == str(out) for e in entries)
     with puffin.open(str(out)) as reader:
         assert len(reader.blobs) == 3
-    with pytest.raises(UsageError, match="output location"):
-        ps.position_deletes_to_deletion_vectors(spark, delete_files)
+    # Nothing committed: nothing written into the table's folders (a temporary folder).
+    scratch = ps.position_deletes_to_deletion_vectors(spark, delete_files)
+    assert scratch and not scratch[0].path.startswith(_local(t2.location()))
+    assert all(not e.path.startswith(_local(t2.location())) for e in entries)
 
 
 # -------------------------------------------------------------------------------------------

@@ -39,6 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 
 __all__ = ["register_cli"]
 
+# Uncommitted vectors never go into the table's folders, where nothing would remove them.
+_OUTPUT_HELP = "Puffin file to write (default: a new temporary folder)"
+
 _CLI_EPILOG = """\
 examples:
   puffin spark stats db.events                       sketch every column, commit the file
@@ -108,7 +111,7 @@ def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         action="store_true",
         help="leave out positions the snapshot already deletes in those files",
     )
-    dv.add_argument("--output", metavar="LOCATION", help="Puffin file (default: data folder)")
+    dv.add_argument("--output", metavar="LOCATION", help=_OUTPUT_HELP)
     dv.add_argument(
         "--commit",
         action="store_true",
@@ -123,7 +126,7 @@ def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         parents,
         "turn the table's v2 position-delete files into deletion vectors",
     )
-    migrate.add_argument("--output", metavar="LOCATION", help="Puffin file (default: data folder)")
+    migrate.add_argument("--output", metavar="LOCATION", help=_OUTPUT_HELP)
     migrate.add_argument(
         "--commit",
         action="store_true",

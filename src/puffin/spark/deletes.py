@@ -7,6 +7,7 @@ partitions and writes one Puffin file through the table's FileIO (or fsspec).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, TypeGuard, cast
 
@@ -166,8 +167,9 @@ def deletion_vectors_for(
     """Deletion vectors for the rows of ``table`` matching ``where`` (a row filter).
 
     :func:`deletion_vector_positions` on Spark, then one Puffin file written through the
-    table's FileIO with :func:`puffin.iceberg.write_table_deletion_vectors` (``location``:
-    default a new file in the table's data folder).  ``merge_existing`` keeps one vector
+    table's FileIO with :func:`puffin.iceberg.write_table_deletion_vectors` at ``location``
+    (default: a new file in a new temporary folder, not the table's data folder, where a
+    file nothing references would stay for good).  ``merge_existing`` keeps one vector
     per data file for a v3 table.
 
     Returns one :class:`puffin.DeletionVectorEntry` per data file with matching rows,
@@ -181,7 +183,17 @@ def deletion_vectors_for(
     )
     if not vectors:
         return []
-    return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
+    target = location if location is not None else scratch_location()
+    return list(write_table_deletion_vectors(table, vectors, validate=False, location=target))
+
+
+def scratch_location() -> str:
+    """Where an uncommitted deletion-vector job writes by default: a new temporary folder."""
+    import tempfile
+    import uuid
+
+    folder = tempfile.mkdtemp(prefix="puffin-dv-")
+    return os.path.join(folder, f"{uuid.uuid4()}-deletes.puffin")
 
 
 def delete_rows(
@@ -249,9 +261,10 @@ def position_deletes_to_deletion_vectors(
     ``pos`` columns; every data file's positions, from however many delete files, become
     one deletion vector built on the executors.
 
-    The Puffin file is written with the table's FileIO under its data folder when a table
-    is given (``files`` itself or ``table=``), else to ``location`` (a local path or any
-    URL fsspec can write).  Returns one :class:`puffin.DeletionVectorEntry` per data file,
+    The Puffin file is written to ``location`` (a local path or any URL fsspec, or the
+    table's FileIO when a table is given, can write), by default a new file in a new
+    temporary folder: nothing is committed, so nothing goes into the table's folders.
+    Returns one :class:`puffin.DeletionVectorEntry` per data file,
     sorted by data file (empty, and no file written, when there is nothing to convert).
     """
     live: set[str] | None = None
@@ -265,8 +278,6 @@ def position_deletes_to_deletion_vectors(
             raise TypeError("files must be a table or an iterable of locations, not one string")
         locations = cast("Iterable[str | DataFile]", files)  # not a table, see _is_table
         paths = [str(getattr(f, "file_path", f)) for f in locations]
-    if table is None and location is None:
-        raise UsageError("give a table or an output location")
     if not paths:
         return []
     rows = spark.read.schema("file_path string, pos long").parquet(*paths)
@@ -274,12 +285,12 @@ def position_deletes_to_deletion_vectors(
     vectors = {path: dv for path, (dv, _) in sorted(found.items()) if live is None or path in live}
     if not vectors:
         return []
+    target = location if location is not None else scratch_location()
     if table is not None:
         from puffin.iceberg.deletes.vectors import write_table_deletion_vectors
 
-        return list(write_table_deletion_vectors(table, vectors, validate=False, location=location))
-    assert location is not None
-    return _write_vectors(location, vectors)
+        return list(write_table_deletion_vectors(table, vectors, validate=False, location=target))
+    return _write_vectors(target, vectors)
 
 
 def upgrade_to_v3(spark: SparkSession, table: Table) -> Table:

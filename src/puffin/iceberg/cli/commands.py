@@ -23,6 +23,7 @@ from puffin.blobs.standard import NDV
 from puffin.cli.output import print_json
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
 from puffin.iceberg.cli.deletes import add_delete_commands
+from puffin.iceberg.cli.maintenance import add_maintenance_commands
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -98,6 +99,7 @@ def register_cli(subparsers: Any) -> None:
     _add_verify(groups)
     _add_sample(groups)
     add_delete_commands(groups, _parents, _open_table)
+    add_maintenance_commands(groups, _parents, _open_table)
 
 
 def _add_stats(groups: Any) -> None:
@@ -305,6 +307,8 @@ def _run_verify(args: argparse.Namespace) -> int:
     )
     for p in report.problems:
         print(f"  problem: {p}")
+    for w in report.warnings:
+        print(f"  warning: {w}")
     print("OK" if report.ok else f"{len(report.problems)} problem(s) found")
     return 0 if report.ok else 1
 

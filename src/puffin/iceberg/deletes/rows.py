@@ -61,8 +61,8 @@ def require_v3(table: Table, action: str) -> None:
     if version < 3:
         raise UnsupportedTableError(
             f"{action} needs an Iceberg v3 table (deletion vectors); this table is format "
-            f"version {version}: upgrade it first with puffin.iceberg.upgrade_to_v3(table) "
-            "(or `puffin table upgrade`)"
+            f"version {version}: upgrade it first (`puffin table upgrade TABLE` on the "
+            "command line, puffin.iceberg.upgrade_to_v3(table) in Python)"
         )
 
 

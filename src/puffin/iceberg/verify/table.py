@@ -31,6 +31,7 @@ from puffin.iceberg.deletes.vectors import (
     deletion_vector_refs,
 )
 from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.orphans import find_orphans
 from puffin.iceberg.verify.v3_checks import check_v3
 from puffin.locations import open_input
 from puffin.reader import open as open_puffin
@@ -47,7 +48,7 @@ __all__ = ["Problem", "VerifyReport", "verify_table"]
 class Problem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
-    kind: str  # "statistics", "partition-statistics", "deletion-vector" or "table"
+    kind: str  # "statistics", "partition-statistics", "deletion-vector", "table", "orphan"
     path: str
     message: str
 
@@ -57,12 +58,17 @@ class Problem:
 
 @dataclass
 class VerifyReport:
-    """What :func:`verify_table` checked and found.  ``ok`` when ``problems`` is empty."""
+    """What :func:`verify_table` checked and found.  ``ok`` when ``problems`` is empty.
+
+    ``warnings`` are not errors of the table: Puffin files in its folders that nothing
+    references (``kind`` ``"orphan"``; see ``puffin table clean-orphans``).
+    """
 
     statistics_files: int = 0
     partition_statistics_files: int = 0
     deletion_vectors: int = 0
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +82,9 @@ class VerifyReport:
             "deletion_vectors": self.deletion_vectors,
             "problems": [
                 {"kind": p.kind, "path": p.path, "message": p.message} for p in self.problems
+            ],
+            "warnings": [
+                {"kind": p.kind, "path": p.path, "message": p.message} for p in self.warnings
             ],
         }
 
@@ -304,4 +313,13 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
         _check_deletion_vectors(table, snapshot, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
         report.problems.extend(Problem("table", p, m) for p, m in findings)
+    report.warnings.extend(
+        Problem(
+            "orphan",
+            o.path,
+            f"{o.size} bytes, referenced by no snapshot or statistics entry "
+            "(`puffin table clean-orphans` removes it)",
+        )
+        for o in find_orphans(table)
+    )
     return report

@@ -1,0 +1,74 @@
+"""``puffin table clean-orphans``: Puffin files in a table's folders that nothing references.
+
+A dry run by default: it lists what it would remove.  ``--delete`` removes them; files
+younger than ``--older-than`` (3 days) are kept, because a commit still in flight may be
+about to reference the file it has just written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from puffin.cli.output import print_json
+
+__all__ = ["add_maintenance_commands"]
+
+_EPILOG = """\
+examples:
+  puffin table clean-orphans db.events                   list what would be removed
+  puffin table clean-orphans db.events --older-than 1h --delete
+
+An orphan is a .puffin or .stats file under the table's location that no snapshot in the
+metadata references (deletion vectors) and that is no statistics or partition-statistics
+file: what an uncommitted `puffin spark dv --output` into the table, or a failed commit
+whose outcome was unknown, can leave.  `puffin table verify` warns about them.
+"""
+
+
+def add_maintenance_commands(
+    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
+) -> None:
+    """Add ``clean-orphans`` to the ``puffin table`` subparsers."""
+    clean = groups.add_parser(
+        "clean-orphans",
+        help="list (or --delete) Puffin files in the table's folders that nothing references",
+        parents=parents(),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    clean.add_argument("table", help="table identifier, e.g. db.events")
+    clean.add_argument(
+        "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
+    )
+    clean.add_argument("--delete", action="store_true", help="remove them (default: list)")
+    clean.add_argument("--json", action="store_true", help="print JSON")
+    clean.set_defaults(func=lambda args: _run_clean(args, open_table(args)))
+
+
+def _run_clean(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.verify.orphans import clean_orphans, parse_age
+
+    age = parse_age(args.older_than)
+    found = clean_orphans(table, older_than=age, dry_run=not args.delete)
+    if args.json:
+        doc = {
+            "table": args.table,
+            "deleted": bool(args.delete),
+            "older_than_seconds": age.total_seconds(),
+            "files": [
+                {"path": o.path, "size": o.size, "modified": o.modified.isoformat()}
+                for o in found
+            ],
+        }
+        print_json("table clean-orphans", doc)
+        return 0
+    verb = "removed" if args.delete else "would remove"
+    for o in found:
+        print(f"  {o.path}  {o.size} bytes  {o.modified:%Y-%m-%d %H:%M}")
+    total = sum(o.size for o in found)
+    print(f"{verb} {len(found)} orphan Puffin file(s), {total} bytes")
+    if found and not args.delete:
+        print("  (a dry run: add --delete to remove them)")
+    return 0
