@@ -28,6 +28,7 @@ from puffin.iceberg import (
     write_table_deletion_vectors,
 )
 from puffin.iceberg.verify.orphans import clean_orphans, find_orphans, parse_age
+from test_cli import check_shape, documented_shape
 
 
 def _table(warehouse: Path) -> tuple[object, set[str]]:
@@ -59,6 +60,7 @@ def test_verify_warns_and_clean_orphans_removes_only_orphans(
     # A dry run by default, and young files are kept (a commit may be in flight).
     assert main(["table", "clean-orphans", "db.t", *wh, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    check_shape(doc, documented_shape("table-clean-orphans"))
     assert (doc["command"], doc["deleted"], doc["files"]) == ("table clean-orphans", False, [])
     assert main(["table", "clean-orphans", "db.t", *wh, "--older-than", "0s"]) == 0
     assert "would remove 2 orphan" in capsys.readouterr().out
