@@ -80,10 +80,10 @@ def reading(path: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[N
 @contextlib.contextmanager
 def opened(path: str) -> Iterator[Any]:
     """``puffin.open(path)`` with errors naming the file."""
-    import puffin
+    from puffin.reader import open as open_puffin
 
     with reading(path):
-        reader = puffin.open(path)
+        reader = open_puffin(path)
     try:
         with reading(path):
             yield reader

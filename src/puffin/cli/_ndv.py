@@ -288,10 +288,11 @@ def _skipped_note(skipped: list[Skipped]) -> str:
 
 
 def _write(args: argparse.Namespace, plans: list[ColumnPlan], sketches: list[Any]) -> Any:
-    import puffin
     from puffin.blobs.theta import add_theta_blob
+    from puffin.version import __version__
+    from puffin.writer import create
 
-    with puffin.create(args.output, created_by=f"puffin-cli {puffin.__version__}") as writer:
+    with create(args.output, created_by=f"puffin-cli {__version__}") as writer:
         for plan, sketch in zip(plans, sketches, strict=True):
             add_theta_blob(
                 writer,

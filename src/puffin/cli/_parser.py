@@ -211,7 +211,7 @@ _Add = Callable[[str, str, str, str], argparse.ArgumentParser]
 
 def build_builtin_parser() -> tuple[argparse.ArgumentParser, Any]:
     """The top-level parser with the built-in commands, and its subparsers (for plugins)."""
-    from puffin import __version__
+    from puffin.version import __version__
 
     parser = argparse.ArgumentParser(
         prog="puffin",

@@ -20,9 +20,9 @@ def check_file(path: str) -> dict[str, Any]:
 
     ``blob_count`` is the footer's, or None when the footer cannot be read.
     """
-    import puffin
+    from puffin.blobs.verify import verify_file
 
-    problems = puffin.verify_file(path)
+    problems = verify_file(path)
     return {
         "file": path,
         "valid": not problems,
@@ -46,16 +46,17 @@ def _blob_count(path: str, problems: list[Any]) -> int | None:
     Every problem ``verify_file`` finds past the footer names its blob, so a problem
     without one means the file did not open.
     """
-    import puffin
+    from puffin.errors import PuffinError
+    from puffin.reader import open as open_puffin
 
     if any(p.blob_index is None for p in problems):
         return None
     try:
-        with puffin.open(path) as reader:
+        with open_puffin(path) as reader:
             return len(reader.blobs)
     except BrokenPipeError:
         raise
-    except (puffin.PuffinError, OSError):  # changed since verify_file read it
+    except (PuffinError, OSError):  # changed since verify_file read it
         return None
 
 
