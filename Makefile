@@ -43,10 +43,11 @@ $(eval $(call side_venv,$(DUCK15_VENV),$(DUCK15_PINS)))
 
 # PUFFIN_REQUIRE_PEERS: a peer venv missing under `make test` fails instead of skipping.
 test: $(STAMP) peers
-	PUFFIN_REQUIRE_PEERS=1 $(PY) -m pytest -q
+	PUFFIN_REQUIRE_PEERS=1 PUFFIN_DUCKDB15_PYTHON=$(DUCK15_VENV)/bin/python \
+	PUFFIN_SAIL_PYTHON=$(SAIL_VENV)/bin/python $(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench fuzz
+	$(VENV)/bin/ruff check src tests bench fuzz tools
 	$(VENV)/bin/mypy
 
 # The main job: a sample Iceberg table under ./demo-output, statistics and deletion vectors

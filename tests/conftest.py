@@ -10,6 +10,14 @@ from hypothesis import HealthCheck, settings
 
 TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
 
+# The conformance adapters find side venvs only through these variables (an installed
+# package knows no checkout); `make test` sets them, a bare pytest run gets the same here.
+_SIDE_VENVS = (("PUFFIN_DUCKDB15_PYTHON", ".venv-duckdb15"), ("PUFFIN_SAIL_PYTHON", ".venv-sail"))
+for _variable, _venv in _SIDE_VENVS:
+    _python = TESTDATA.parent / _venv / "bin" / "python"
+    if _python.is_file():
+        os.environ.setdefault(_variable, str(_python))
+
 # CI runs are deterministic and bounded; PUFFIN_HYPOTHESIS_PROFILE=thorough explores more.
 settings.register_profile(
     "ci",

@@ -31,7 +31,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import Table
 
-from puffin.conformance._tables import write_position_delete_file
+from puffin.conformance.tables import write_position_delete_file
 from puffin.iceberg import (
     deletion_vector_data_files,
     local_catalog,

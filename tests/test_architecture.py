@@ -205,3 +205,134 @@ def test_imports_stay_light(module: str, forbidden: tuple[str, ...]) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"import {module} loaded {out.stdout.strip()}"
+
+
+# --- no circles, no private names across modules, no facade from below ------------------------
+
+
+def _import_targets(path: Path, module: str) -> Iterator[tuple[int, str, str | None]]:
+    """(line, module imported, name imported from it) for every import outside
+    ``if TYPE_CHECKING:`` blocks, inside functions too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+        for n in ast.walk(node)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                yield node.lineno, target, alias.name
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports (a name that is a submodule counts as that module)."""
+    modules = dict(_modules())
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        for _, target, name in _import_targets(path, module):
+            full = f"{target}.{name}" if name else target
+            while full and full not in modules:
+                full = full.rpartition(".")[0]
+            if full and full != module:
+                edges[module].add(full)
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles_function_level_imports_included() -> None:
+    """Typing-only imports are left out: they never run."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    cycles = _cycles(_graph())
+    assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_private_name_imported_from_another_module() -> None:
+    """A ``_``-prefixed function, class or constant stays in its module; a ``_``-prefixed
+    module may be imported by the modules of its own package (that is what it is for)."""
+    modules = dict(_modules())
+    wrong = []
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for line, target, name in _import_targets(path, module):
+            if name is None or not name.startswith("_") or name.startswith("__"):
+                continue
+            if f"{target}.{name}" in modules and target == package:
+                continue  # a private module of the importer's own package
+            if target.startswith("puffin"):
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {name} from {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+# The reference conformance adapter tests this library through its public API on purpose.
+_FACADE_USERS = {"puffin.__main__", "puffin.demo", "puffin.conformance.adapters._puffin"}
+
+
+def test_nothing_below_the_facade_imports_it() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for module, path in _modules()
+        if module not in _FACADE_USERS and module != "puffin"
+        for line, target, name in _import_targets(path, module)
+        if (target == "puffin" and name is None) or (target == "puffin" and name in _public())
+    ]
+    assert not wrong, "import the defining module instead of the facade:\n" + "\n".join(wrong)
+
+
+def _public() -> set[str]:
+    import puffin
+
+    return set(puffin.__all__)

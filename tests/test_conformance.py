@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tools.conformance_gen.generate import build_corpus
 
 import puffin
 from puffin.blobs.standard import java_ndv
-from puffin.conformance import TIERS, build_corpus, corpus_dir, load_vectors, run_vectors
+from puffin.conformance import TIERS, corpus_dir, load_vectors, run_vectors
 from puffin.conformance.adapters import Adapter, make_adapter
 from puffin.conformance.adapters._process import ProcessAdapter
 from puffin.conformance.adapters._puffin import PuffinAdapter
@@ -40,7 +41,7 @@ def test_committed_corpus_equals_a_fresh_generation() -> None:
         str(p.relative_to(COMMITTED)): p.read_bytes() for p in COMMITTED.rglob("*") if p.is_file()
     }
     assert sorted(committed) == sorted(fresh), (
-        "run: puffin conformance generate testdata/conformance"
+        "run: python -m tools.conformance_gen testdata/conformance"
     )
     changed = [name for name, data in fresh.items() if committed[name] != data]
     assert not changed, f"regenerate the corpus; changed: {changed[:10]}"
@@ -180,17 +181,21 @@ def test_cli_run_json_counts() -> None:
     assert set(report["tiers"]) == {"captured", "writer"}
 
 
-def test_cli_generate_is_deterministic_and_refuses_foreign_directories(tmp_path: Path) -> None:
-    status, _ = _run_cli("generate", str(tmp_path / "corpus"))
-    assert status == 0
+def test_generator_is_deterministic_and_refuses_foreign_directories(tmp_path: Path) -> None:
+    from tools.conformance_gen.__main__ import main as generate
+
+    assert generate([str(tmp_path / "corpus")]) == 0
     assert (tmp_path / "corpus" / "index.json").read_bytes() == (
         COMMITTED / "index.json"
     ).read_bytes()
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError):
-        _run_cli("generate", str(tmp_path / "other"))
+        generate([str(tmp_path / "other")])
     assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
+    with pytest.raises(SystemExit) as exit_info:  # not a command of the installed package
+        _run_cli("generate", str(tmp_path / "x"))
+    assert exit_info.value.code == 2
 
 
 def test_impl_protocol_over_a_subprocess() -> None:
@@ -300,7 +305,7 @@ def test_table_peers_fail_exactly_the_known_vectors(
 
 def test_duckdb15_vector_has_the_layout_it_names(tmp_path: Path) -> None:
     """Three vectors in one Puffin file, the largest first; each file gets its own positions."""
-    from puffin.conformance._tables import materialize
+    from puffin.conformance.tables import materialize
     from puffin.iceberg import read_table_deletion_vectors
     from puffin.iceberg.catalog.catalogs import local_catalog
 
@@ -318,22 +323,22 @@ def test_duckdb15_vector_has_the_layout_it_names(tmp_path: Path) -> None:
 def test_a_missing_side_venv_is_a_setup_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from puffin.conformance.adapters import _side
-
+    """Side venvs are named by environment variables, never found by a checkout's layout."""
     monkeypatch.setenv("PUFFIN_SAIL_PYTHON", str(tmp_path / "nothing"))
     with pytest.raises(SetupError, match="PUFFIN_SAIL_PYTHON"):
         make_adapter("sail")
     monkeypatch.delenv("PUFFIN_DUCKDB15_PYTHON", raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(_side, "_REPOSITORY", tmp_path)
-    with pytest.raises(SetupError, match="make peers"):
+    (tmp_path / ".venv-duckdb15" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv-duckdb15" / "bin" / "python").write_text("")
+    monkeypatch.chdir(tmp_path)  # a venv in the working folder is not looked for
+    with pytest.raises(SetupError, match="set PUFFIN_DUCKDB15_PYTHON"):
         make_adapter("duckdb-1.5.5")
 
 
 def test_runner_compares_the_rows_of_a_scan(vectors: list[dict[str, Any]]) -> None:
     """A wrong row fails a table vector; rows in any order, or the digest itself, pass."""
-    from puffin.conformance._tables import expected_rows
     from puffin.conformance.runner import check
+    from puffin.conformance.tables import expected_rows
 
     vector = next(v for v in vectors if v["id"] == "table/one-dv")
     rows = json.loads((COMMITTED / "table" / vector["input"]).read_text(encoding="utf-8"))

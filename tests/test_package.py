@@ -121,6 +121,11 @@ def test_wheel_ships_the_conformance_corpus(installed_wheel: tuple[Path, Path]) 
     assert any(n.endswith(".puffin") for n in shipped)
     assert on_disk <= shipped, sorted(on_disk - shipped)[:10]
     assert "puffin/py.typed" in names
+    # The corpus generator is a repository tool (tools/conformance_gen), not shipped.
+    code = [n for n in names if n.endswith(".py")]
+    assert "puffin/conformance/runner.py" in code
+    generator = [n for n in code if "gen" in n.rsplit("/", 1)[-1] or n.startswith("tools/")]
+    assert generator == [], generator
 
 
 @pytest.mark.parametrize("tier", ["container", "deletion-vector"])

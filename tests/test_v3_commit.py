@@ -221,7 +221,7 @@ def test_upgrade_removes_position_delete_files_that_name_their_data_file(
     from pyiceberg.typedef import Record
 
     from iceberg_fixtures import _commit_delete_snapshot
-    from puffin.conformance._tables import write_position_delete_file
+    from puffin.conformance.tables import write_position_delete_file
 
     catalog, table, data = _ten_row_v2_table(tmp_path / "wh")
     parquet = write_position_delete_file(table, {data: [1, 2]})

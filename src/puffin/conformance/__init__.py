@@ -1,9 +1,10 @@
 """The conformance kit: versioned vectors other Puffin implementations test against.
 
-``puffin conformance generate DIR`` writes the corpus (the same bytes on every run; the
-package ships a copy in ``puffin/conformance/corpus/``, the repository links it as
-``testdata/conformance/``).  ``puffin conformance run`` checks an implementation against it,
-through a built-in adapter or any program speaking the JSON-lines protocol.  See
+The package ships the corpus (``puffin/conformance/corpus/``; the repository links it as
+``testdata/conformance/``) and ``puffin conformance run``, which checks an implementation
+against it through a built-in adapter or any program speaking the JSON-lines protocol.  The
+corpus is written by the repository's generator, ``python -m tools.conformance_gen DIR``
+(the same bytes on every run), which is not part of the installed package.  See
 docs/conformance.md.
 
 Tiers: ``container`` (files for every codec and footer, one invalid file per rule),
@@ -15,17 +16,14 @@ tables with deletion vectors, built from a recipe by the runner, and the rows ea
 
 from __future__ import annotations
 
-from puffin.conformance._corpus import CORPUS_VERSION, TIERS
-from puffin.conformance.generate import build_corpus, write_corpus
+from puffin.conformance.results import CORPUS_VERSION, TIERS
 from puffin.conformance.runner import Report, corpus_dir, load_vectors, run_vectors
 
 __all__ = [
     "CORPUS_VERSION",
     "TIERS",
     "Report",
-    "build_corpus",
     "corpus_dir",
     "load_vectors",
     "run_vectors",
-    "write_corpus",
 ]

@@ -1,4 +1,4 @@
-"""``puffin conformance generate DIR`` and ``puffin conformance run``.
+"""``puffin conformance run``: an implementation checked against the shipped corpus.
 
 Registered as a ``puffin`` plugin through :func:`register_cli`.  Nothing heavy is imported
 until a command runs.
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "register_cli", "run_generate", "run_run"]
+__all__ = ["main", "register_cli", "run_run"]
 
 _EPILOG_RUN = """\
 examples:
@@ -32,20 +32,12 @@ def register_cli(subparsers: Any) -> None:
     parents = _parents()
     group = subparsers.add_parser(
         "conformance",
-        help="the conformance corpus: generate it, run an implementation on it",
+        help="run an implementation on the conformance corpus",
         description="Vectors other Puffin implementations test against, and their runner.",
         formatter_class=fmt,
     )
     group.set_defaults(func=lambda _args: (group.print_help(sys.stderr), 2)[1])
     commands = group.add_subparsers(dest="conformance_command", metavar="COMMAND")
-    gen = commands.add_parser(
-        "generate",
-        help="write the corpus into DIR (same bytes every run)",
-        parents=parents,
-        formatter_class=fmt,
-    )
-    gen.add_argument("directory", metavar="DIR")
-    gen.set_defaults(func=run_generate)
     run = commands.add_parser(
         "run",
         help="run the corpus against an implementation",
@@ -76,18 +68,10 @@ def _parents() -> list[argparse.ArgumentParser]:
     return [common_options()]
 
 
-def run_generate(args: argparse.Namespace) -> int:
-    from puffin.conformance.generate import write_corpus
-
-    count = write_corpus(args.directory)
-    print(f"wrote {count} vectors to {args.directory}")
-    return 0
-
-
 def run_run(args: argparse.Namespace) -> int:
-    from puffin.conformance._corpus import TIERS
     from puffin.conformance.adapters import make_adapter
     from puffin.conformance.adapters._process import ProcessAdapter
+    from puffin.conformance.results import TIERS
     from puffin.conformance.runner import corpus_dir, load_vectors, run_vectors
     from puffin.errors import UsageError
 

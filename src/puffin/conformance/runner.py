@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from puffin.conformance._corpus import TIERS, positions_digest
-from puffin.conformance._tables import rows_digest
 from puffin.conformance.adapters._base import Adapter
+from puffin.conformance.results import TIERS, positions_digest
+from puffin.conformance.tables import rows_digest
 from puffin.errors import MissingDependencyError
 from puffin.locations import local_path
 
@@ -100,7 +100,7 @@ def prepared(vector: Mapping[str, Any], root: Path) -> Iterator[dict[str, Any]]:
     if vector["op"] != "scan-table":
         yield request_for(vector, root)
         return
-    from puffin.conformance._tables import materialize
+    from puffin.conformance.tables import materialize
 
     rows = json.loads((root / vector["tier"] / vector["input"]).read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="puffin-table-") as tmp:

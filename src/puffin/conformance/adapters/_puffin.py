@@ -61,7 +61,7 @@ class PuffinAdapter:
         pass
 
     def _read_container(self, request: Mapping[str, Any]) -> Response:
-        from puffin.conformance._build import container_result
+        from puffin.conformance.results import container_result
 
         with puffin.open(request["path"]) as reader:
             blobs = [(meta.to_json_dict(), reader.read_blob(meta)) for meta in reader.blobs]
@@ -96,7 +96,7 @@ class PuffinAdapter:
         return {"single-values": singles, "sketch": _sketch(sketch)}
 
     def _write_container(self, request: Mapping[str, Any]) -> Response:
-        from puffin.conformance._corpus import sha256
+        from puffin.conformance.results import sha256
 
         out = io.BytesIO()
         with puffin.create(
@@ -121,7 +121,7 @@ class PuffinAdapter:
         return puffin_rows(request["metadata"], request["columns"])
 
     def _write_dv(self, request: Mapping[str, Any]) -> Response:
-        from puffin.conformance._corpus import sha256
+        from puffin.conformance.results import sha256
 
         data = _positions_from_ranges(request["ranges"]).serialize()
         return {"size": len(data), "sha256": sha256(data)}

@@ -2,11 +2,11 @@
 
 DuckDB 1.5 cannot share a venv with DuckDB 1.4, nor pyspark-client (Sail's client) with
 pyspark 4, so these adapters run ``_duckdb15_child.py`` and ``_sail_child.py`` (beside this
-module, without project imports) with the side venv's Python.  It is found in this order:
-the environment variable (``PUFFIN_DUCKDB15_PYTHON``, ``PUFFIN_SAIL_PYTHON``), then
-``.venv-duckdb15`` / ``.venv-sail`` in the working folder and in the repository this
-package runs from (``make peers`` builds both).  A missing venv is a :class:`SetupError`
-saying so.
+module, without project imports) with the side venv's Python, named explicitly by an
+environment variable (``PUFFIN_DUCKDB15_PYTHON``, ``PUFFIN_SAIL_PYTHON``): an installed
+package knows nothing of a source checkout's layout.  In the repository, ``make peers``
+builds ``.venv-duckdb15`` and ``.venv-sail`` and ``make test`` sets the variables.  A
+missing or wrong variable is a :class:`SetupError` saying what to set.
 """
 
 from __future__ import annotations
@@ -20,24 +20,19 @@ from puffin.errors import SetupError
 __all__ = ["duckdb15_adapter", "sail_adapter", "side_python"]
 
 _HERE = Path(__file__).resolve().parent
-_REPOSITORY = _HERE.parents[3]  # src/puffin/conformance/adapters -> the repository
 
 
 def side_python(venv: str, variable: str, needs: str) -> Path:
-    """The Python of a side venv, or :class:`SetupError` naming how to provide one."""
+    """The Python of a side venv named by ``variable``, or :class:`SetupError` saying how."""
     given = os.environ.get(variable)
-    if given:
-        if not Path(given).is_file():
-            raise SetupError(f"{variable}={given} is not a file")
-        return Path(given)
-    for root in (Path.cwd(), _REPOSITORY):
-        python = root / venv / "bin" / "python"
-        if python.is_file():
-            return python
-    raise SetupError(
-        f"no {venv} (a venv with {needs}): run `make peers` in the repository, or set "
-        f"{variable} to the Python of such a venv"
-    )
+    if not given:
+        raise SetupError(
+            f"set {variable} to the Python of a venv with {needs} (in the repository: "
+            f"`make peers` builds {venv}, then {variable}={venv}/bin/python)"
+        )
+    if not Path(given).is_file():
+        raise SetupError(f"{variable}={given} is not a file")
+    return Path(given)
 
 
 def duckdb15_adapter() -> Adapter:

@@ -3,15 +3,25 @@
 A vector is one JSON document ``<tier>/<name>.json`` beside its input file(s).  Everything a
 peer needs is in the JSON: the operation, its arguments, the expected result (decoded
 values, never Python objects) or the expected error category, and the spec sentence tested.
+The format constants and the form of results are the installed package's
+(:mod:`puffin.conformance.results`), shared with the runner.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from puffin.conformance.results import (
+    CORPUS_FORMAT,
+    CORPUS_VERSION,
+    TIERS,
+    positions_digest,
+    positions_result,
+    sha256,
+)
 
 __all__ = [
     "CORPUS_FORMAT",
@@ -24,14 +34,6 @@ __all__ = [
     "positions_result",
     "sha256",
 ]
-
-CORPUS_FORMAT = "puffin-conformance"
-#: Bumped when a vector's meaning changes (not when vectors are added).
-CORPUS_VERSION = 1
-TIERS = ("container", "deletion-vector", "theta", "writer", "captured", "table")
-
-#: Positions up to this many are listed in expected results; above, a digest and the count.
-MAX_LISTED_POSITIONS = 2000
 
 _PUFFIN = "puffin-spec"
 _TABLE = "iceberg-table-spec"
@@ -189,25 +191,6 @@ SPEC: dict[str, tuple[str, str]] = {
         "in the lower and upper bounds maps of manifest files.",
     ),
 }
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def positions_digest(positions: Iterable[int]) -> str:
-    """SHA-256 of the ascending positions, each an unsigned 64-bit little-endian integer."""
-    digest = hashlib.sha256()
-    for position in positions:
-        digest.update(position.to_bytes(8, "little"))
-    return digest.hexdigest()
-
-
-def positions_result(positions: list[int]) -> dict[str, Any]:
-    """The expected result of a DV read: the count, and the positions or their digest."""
-    if len(positions) <= MAX_LISTED_POSITIONS:
-        return {"count": len(positions), "positions": positions}
-    return {"count": len(positions), "positions-sha256": positions_digest(positions)}
 
 
 @dataclass(frozen=True)

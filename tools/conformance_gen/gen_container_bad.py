@@ -9,7 +9,7 @@ from typing import Any
 import lz4.frame
 import zstandard
 
-from puffin.conformance._build import (
+from tools.conformance_gen.build import (
     BlobSpec,
     assemble,
     footer_bounds,
@@ -18,7 +18,7 @@ from puffin.conformance._build import (
     replace_footer,
     write_file,
 )
-from puffin.conformance._corpus import Vector
+from tools.conformance_gen.corpus import Vector
 
 __all__ = ["invalid_vectors"]
 

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import puffin
 from puffin.blobs import standard
-from puffin.conformance._corpus import Vector
-from puffin.conformance._gen_theta import sketch_result
+from tools.conformance_gen.corpus import Vector
+from tools.conformance_gen.gen_theta import sketch_result
 
 __all__ = ["BOUNDARY_THETA", "boundary_sketch", "theta_rule_vectors"]
 
@@ -94,7 +94,7 @@ def _theta_file(
 
 def _container(name: str, description: str, data: bytes, verdict: str) -> Vector:
     with puffin.open(data) as reader:
-        from puffin.conformance._build import container_result
+        from puffin.conformance.results import container_result
 
         result = container_result(
             reader.properties, [(m.to_json_dict(), reader.read_blob(m)) for m in reader.blobs]

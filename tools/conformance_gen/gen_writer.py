@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import puffin
-from puffin.conformance._build import BlobSpec, write_file
-from puffin.conformance._corpus import Vector, sha256
-from puffin.conformance._gen_captured import java_digest
-from puffin.conformance._gen_container import valid_files
-from puffin.conformance._gen_dv import DV_SETS, positions_of
+from tools.conformance_gen.build import BlobSpec, write_file
+from tools.conformance_gen.corpus import Vector, sha256
+from tools.conformance_gen.gen_captured import java_digest
+from tools.conformance_gen.gen_container import valid_files
+from tools.conformance_gen.gen_dv import DV_SETS, positions_of
 
 __all__ = ["writer_vectors"]
 

@@ -6,7 +6,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from puffin.conformance._build import (
+from tools.conformance_gen.build import (
     BlobSpec,
     assemble,
     footer_bounds,
@@ -15,7 +15,7 @@ from puffin.conformance._build import (
     replace_footer,
     write_file,
 )
-from puffin.conformance._corpus import Vector
+from tools.conformance_gen.corpus import Vector
 
 __all__ = ["valid_files", "valid_vectors"]
 

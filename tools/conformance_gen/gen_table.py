@@ -1,6 +1,6 @@
 """The ``table`` tier: small v3 tables with deletion vectors, and the rows each must return.
 
-Every vector is a recipe (see :mod:`puffin.conformance._tables`): the rows of four data
+Every vector is a recipe (see :mod:`puffin.conformance.tables`): the rows of four data
 files in ``table-rows.json`` (made here from a fixed seed), the steps that build the table
 and the rows it must return after them, as a count and a digest (``rows-sha256``).  The
 runner builds the table in a temporary folder and asks the adapter to scan it.
@@ -13,8 +13,8 @@ import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from puffin.conformance._corpus import Vector
-from puffin.conformance._tables import expected_rows, rows_digest
+from puffin.conformance.tables import expected_rows, rows_digest
+from tools.conformance_gen.corpus import Vector
 
 __all__ = ["ROWS_FILE", "table_rows", "table_vectors"]
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from puffin.blobs import standard
-from puffin.conformance._corpus import Vector, positions_result
-from puffin.conformance._gen_dv import bm32, dv_blob_file, frame_dv, portable
+from tools.conformance_gen.corpus import Vector, positions_result
+from tools.conformance_gen.gen_dv import bm32, dv_blob_file, frame_dv, portable
 
 __all__ = ["dv_invalid_vectors"]
 

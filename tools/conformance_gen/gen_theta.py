@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import puffin
-from puffin.conformance._corpus import Vector
 from puffin.conformance.adapters._base import python_values, theta_result
+from tools.conformance_gen.corpus import Vector
 
 __all__ = ["TYPES", "sketch_result", "theta_vectors"]
 
@@ -184,8 +184,7 @@ def _read_vectors(name: str, sketch: puffin.ThetaSketch) -> Iterator[Vector]:
 
 
 def theta_vectors() -> Iterator[Vector]:
-    from puffin.conformance._gen_theta_bad import theta_rule_vectors
-
+    """The value-to-sketch vectors (the rule vectors: :mod:`.gen_theta_bad`)."""
     yield from _type_vectors()
     empty = puffin.ThetaSketch.from_values([], "long")
     yield Vector(
@@ -197,4 +196,3 @@ def theta_vectors() -> Iterator[Vector]:
         {"result": sketch_result(empty)},
         inputs={"empty.bin": empty.serialize()},
     )
-    yield from theta_rule_vectors()

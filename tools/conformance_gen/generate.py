@@ -1,4 +1,4 @@
-"""``generate``: the whole corpus, the same bytes on every run.
+"""The whole conformance corpus, the same bytes on every run (``python -m tools.conformance_gen``).
 
 Nothing here reads the clock, the environment or an unseeded random source; sets are
 emitted in sorted order and JSON with a fixed layout, so a fresh generation can be compared
@@ -11,27 +11,30 @@ import json
 import shutil
 from pathlib import Path
 
-from puffin.conformance._corpus import CORPUS_FORMAT, Corpus
+from puffin.version import __version__
+from tools.conformance_gen.corpus import CORPUS_FORMAT, Corpus
+from tools.conformance_gen.gen_captured import captured_vectors
+from tools.conformance_gen.gen_container import valid_vectors
+from tools.conformance_gen.gen_container_bad import invalid_vectors
+from tools.conformance_gen.gen_dv import dv_vectors
+from tools.conformance_gen.gen_dv_bad import dv_invalid_vectors
+from tools.conformance_gen.gen_table import table_vectors
+from tools.conformance_gen.gen_theta import theta_vectors
+from tools.conformance_gen.gen_theta_bad import theta_rule_vectors
+from tools.conformance_gen.gen_writer import writer_vectors
 
 __all__ = ["build_corpus", "write_corpus"]
 
 
 def build_corpus() -> dict[str, bytes]:
     """Every corpus file as ``{relative path: bytes}``."""
-    from puffin import __version__
-    from puffin.conformance._gen_captured import captured_vectors
-    from puffin.conformance._gen_container import valid_vectors
-    from puffin.conformance._gen_container_bad import invalid_vectors
-    from puffin.conformance._gen_dv import dv_vectors
-    from puffin.conformance._gen_table import table_vectors
-    from puffin.conformance._gen_theta import theta_vectors
-    from puffin.conformance._gen_writer import writer_vectors
-
     corpus = Corpus()
     corpus.extend(valid_vectors())
     corpus.extend(invalid_vectors())
     corpus.extend(dv_vectors())
+    corpus.extend(dv_invalid_vectors())
     corpus.extend(theta_vectors())
+    corpus.extend(theta_rule_vectors())
     corpus.extend(writer_vectors())
     corpus.extend(captured_vectors())
     corpus.extend(table_vectors())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import puffin
-from puffin.conformance._corpus import sha256
+from puffin.conformance.results import container_result
 
 __all__ = [
     "BlobSpec",
@@ -81,29 +81,6 @@ def write_file(
         [(meta.to_json_dict(), data) for meta, data in written],
     )
     return out.getvalue(), result
-
-
-def container_result(
-    properties: Mapping[str, str], blobs: Sequence[tuple[Mapping[str, Any], bytes]]
-) -> dict[str, Any]:
-    """The language-neutral ``read-container`` result: footer fields plus payload digests."""
-    entries = []
-    for meta, data in blobs:
-        entries.append(
-            {
-                "type": meta["type"],
-                "fields": list(meta["fields"]),
-                "snapshot-id": meta["snapshot-id"],
-                "sequence-number": meta["sequence-number"],
-                "offset": meta["offset"],
-                "length": meta["length"],
-                "compression-codec": meta.get("compression-codec"),
-                "properties": dict(meta.get("properties", {})),
-                "size": len(data),
-                "sha256": sha256(data),
-            }
-        )
-    return {"properties": dict(properties), "blobs": entries}
 
 
 def footer_bounds(data: bytes) -> tuple[int, int]:

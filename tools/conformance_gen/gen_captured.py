@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from puffin.conformance._build import container_result
-from puffin.conformance._corpus import Vector, positions_result
-from puffin.conformance._gen_dv import DV_SETS, positions_of
+from tools.conformance_gen.build import container_result
+from tools.conformance_gen.corpus import Vector, positions_result
+from tools.conformance_gen.gen_dv import DV_SETS, positions_of
 
 __all__ = ["SOURCES", "captured_bytes", "captured_vectors"]
 
@@ -56,9 +56,10 @@ def _flat(rel: str) -> str:
 
 
 def captured_bytes(rel: str) -> bytes:
-    """A captured file's bytes: the repository's testdata, else the shipped corpus."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parents[2] / "testdata" / rel, here / "corpus" / _TIER / _flat(rel)):
+    """A captured file's bytes: the repository's testdata, else the committed corpus."""
+    repo = Path(__file__).resolve().parents[2]
+    shipped = repo / "src" / "puffin" / "conformance" / "corpus" / _TIER / _flat(rel)
+    for candidate in (repo / "testdata" / rel, shipped):
         if candidate.is_file():
             return candidate.read_bytes()
     raise FileNotFoundError(f"captured file {rel} is neither in testdata/ nor in the corpus")
