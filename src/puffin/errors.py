@@ -26,6 +26,8 @@ the Iceberg and the Spark integrations.  The CLI maps each branch to an exit sta
         UnsupportedTableError   a table feature this library does not handle
         TableMetadataError      table metadata that breaks the Iceberg spec
         CommitConflictError     a commit lost to concurrent commits, after retries
+        CatalogLockedError      the embedded catalog's database stayed locked by another
+                                process for longer than the wait, after retries
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 __all__ = [
+    "CatalogLockedError",
     "CatalogNotFoundError",
     "CodecError",
     "ColumnNotFoundError",
@@ -246,3 +249,10 @@ class CommitConflictError(TableError):
 
     Nothing it wrote is left behind.
     """
+
+
+class CatalogLockedError(TableError):
+    """Another process held the embedded catalog's SQLite database locked for longer than the
+    wait (``PUFFIN_CATALOG_BUSY_TIMEOUT``), through every retry.  Nothing was committed and
+    the files written for the commit were removed; the message names the database."""
+

@@ -9,10 +9,16 @@ used with nothing to set up.
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from puffin.errors import CatalogNotFoundError, SnapshotNotFoundError, TableNotFoundError
+from puffin.errors import (
+    CatalogNotFoundError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -49,15 +55,23 @@ def local_catalog(
     *,
     name: str = "default",
     create: bool = True,
+    busy_timeout: float | None = None,
 ) -> Catalog:
     """An embedded SQLite catalog: ``<warehouse>/catalog.db`` plus table folders beside it.
 
     The folder is created if needed, unless ``create`` is false: then a folder without a
     catalog is a :class:`CatalogNotFoundError` and nothing is left behind (a command that
-    only reads a table, run in the wrong folder).  Several processes may share it (SQLite
-    locks the database for each commit).
+    only reads a table, run in the wrong folder).  A catalog created here that then only
+    fails to find a table (:func:`load_table`) is removed again.
+
+    Other processes and engines (pyiceberg, Iceberg Java's ``JdbcCatalog``) may share it:
+    the database runs in WAL mode, each connection waits ``busy_timeout`` seconds (default
+    ``$PUFFIN_CATALOG_BUSY_TIMEOUT`` or 5) for another's lock and is closed after each call
+    (:mod:`puffin.iceberg.catalog.sqlite`).
     """
     from pyiceberg.catalog.sql import SqlCatalog
+
+    from puffin.iceberg.catalog import sqlite
 
     folder = Path(warehouse).resolve() if warehouse is not None else default_warehouse()
     if not create and not (folder / CATALOG_DB).is_file():
@@ -66,13 +80,20 @@ def local_catalog(
             f"(--warehouse DIR, ${WAREHOUSE_ENV}) or a catalog from pyiceberg's configuration "
             "(--catalog NAME)"
         )
+    timeout = sqlite.busy_timeout() if busy_timeout is None else busy_timeout
+    database = folder / CATALOG_DB
+    created = [p for p in (folder, database) if not p.exists()]
     folder.mkdir(parents=True, exist_ok=True)
-    return SqlCatalog(
+    sqlite.use_wal(database, timeout)
+    catalog = SqlCatalog(
         name,
-        uri=f"sqlite:///{folder / CATALOG_DB}",
+        uri=f"sqlite:///{database}",
         # Not Path.as_uri(): pyiceberg maps file: locations to paths without unquoting.
         warehouse=f"file://{folder}",
     )
+    if database in created:
+        _CREATED[catalog] = created
+    return sqlite.shareable(catalog, database, timeout)
 
 
 def load_catalog(
@@ -115,14 +136,24 @@ def load_catalog(
 
 
 def load_table(catalog: Catalog, identifier: str | tuple[str, ...]) -> Table:
-    """``catalog.load_table`` with an error that names what exists."""
+    """``catalog.load_table`` with an error that names what exists.
+
+    An identifier without a namespace is a :class:`UsageError`; a missing table is a
+    :class:`TableNotFoundError`, and an embedded catalog that this process created for the
+    call is removed again, so a typo leaves no empty ``catalog.db`` behind.
+    """
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
+    name = identifier if isinstance(identifier, str) else ".".join(identifier)
+    if len(catalog.identifier_to_tuple(identifier)) < 2:
+        raise UsageError(
+            f"table identifiers are NAMESPACE.TABLE (like db.events); {name!r} has no namespace"
+        )
     try:
         return catalog.load_table(identifier)
     except (NoSuchTableError, NoSuchNamespaceError):
         pass
-    name = identifier if isinstance(identifier, str) else ".".join(identifier)
+    _forget_if_empty(catalog)
     hint = ""
     try:
         namespace = catalog.namespace_from(identifier)
@@ -159,3 +190,29 @@ def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
 
 def _table_name(table: Table) -> str:
     return ".".join(table.name()) if table.name() else table.metadata.location
+
+
+# Embedded catalogs this process created, and the paths it created for them (folder and/or
+# database file): removed by _forget_if_empty when the catalog holds nothing.
+_CREATED: weakref.WeakKeyDictionary[Catalog, list[Path]] = weakref.WeakKeyDictionary()
+
+
+def _forget_if_empty(catalog: Catalog) -> None:
+    """Remove an embedded catalog created by this process if it holds no namespace."""
+    created = _CREATED.pop(catalog, None)
+    if not created:
+        return
+    try:
+        if catalog.list_namespaces():
+            return
+    except Exception:  # pragma: no cover - then keep it: we cannot tell it is empty
+        return
+    sql: Any = catalog  # an SqlCatalog: its engine's connections go first
+    sql.engine.dispose()
+    for path in sorted(created, key=lambda p: len(p.parts), reverse=True):
+        for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            if leftover.is_file():
+                leftover.unlink()
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+

@@ -1,11 +1,12 @@
 """The one commit loop: optimistic commits retried after lost races, cleaned up when they fail.
 
 Every writer in :mod:`puffin.iceberg` (row deletes, DV commits, the upgrade to v3, statistics)
-commits through :func:`with_retries`.  An attempt works on the table as it is now and lists
-the files it writes; when another writer wins the race, those files are removed, the table
-is refreshed and the attempt runs again, a bounded number of times with backoff.  A commit
-whose outcome the catalog cannot tell (``CommitStateUnknownException``) keeps its files: the
-table may already reference them.
+commits through :func:`with_retries`; an embedded catalog that another process keeps locked
+is retried the same way, and ends in :class:`~puffin.errors.CatalogLockedError`.  An
+attempt works on the table as it is now and lists the files it writes; when another writer
+wins the race, those files are removed, the table is refreshed and the attempt runs again,
+a bounded number of times with backoff.  A commit whose outcome the catalog cannot tell
+(``CommitStateUnknownException``) keeps its files: the table may already reference them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from puffin.errors import CommitConflictError
+from puffin.iceberg.catalog.sqlite import is_locked, locked_error
 from puffin.iceberg.metadata.manifests import remove_files
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ def with_retries(
     for number in range(1, max_attempts + 1):
         written: list[str] = []
         try:
+            if number > 1:
+                table = table.refresh()  # may find the catalog locked too: retried alike
             return attempt(table, number, written)
         except BaseException as exc:
             last = number == max_attempts or not is_conflict(exc)
@@ -66,20 +70,26 @@ def with_retries(
             if not is_conflict(exc):
                 raise
             if last:
-                raise CommitConflictError(
-                    f"the commit lost to concurrent commits {number} times ({exc}); nothing "
-                    "was committed and the files written for it were removed"
-                ) from exc
+                raise _gave_up(table, exc, number) from exc
         time.sleep(backoff(number))
-        table = table.refresh()
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:
+    if is_locked(exc):
+        return locked_error(table.catalog, attempts)
+    return CommitConflictError(
+        f"the commit lost to concurrent commits {attempts} times ({exc}); nothing was "
+        "committed and the files written for it were removed"
+    )
+
+
 def is_conflict(exc: BaseException) -> bool:
-    """Whether ``exc`` is a lost race (a requirement failed), worth a retry."""
+    """Whether ``exc`` is worth a retry: a lost race (a requirement failed), or an embedded
+    catalog another process kept locked for longer than the connection's wait."""
     from pyiceberg.exceptions import CommitFailedException
 
-    return isinstance(exc, CommitFailedException)
+    return isinstance(exc, CommitFailedException) or is_locked(exc)
 
 
 def backoff(attempt: int) -> float:

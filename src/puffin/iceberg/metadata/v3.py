@@ -243,12 +243,18 @@ def _stage_v3(catalog: Catalog, original: Any) -> Any:
 
 
 @contextmanager
-def _writes_v3(catalog: Catalog) -> Iterator[None]:
-    """For one commit, let a SQL catalog stage and write v3 metadata (see the contract)."""
+def _writes_v3(catalog: Catalog, written: list[str]) -> Iterator[None]:
+    """For one commit, let a SQL catalog stage and write v3 metadata (see the contract),
+    noting in ``written`` the metadata file it writes before its compare-and-swap."""
     target: Any = catalog  # private pyiceberg methods, replaced on this instance only
+
+    def write(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
+        written.append(metadata_path)  # first: a partly written file is removed too
+        write_table_metadata(metadata, io, metadata_path)
+
     with _OVERRIDE_LOCK:
         target._update_and_stage_table = _stage_v3(catalog, target._update_and_stage_table)
-        target._write_metadata = write_table_metadata
+        target._write_metadata = write
         try:
             yield
         finally:
@@ -261,30 +267,39 @@ def commit(
     requirements: Sequence[TableRequirement],
     updates: Sequence[TableUpdate],
 ) -> Table:
-    """Commit v3 updates through the table's catalog; returns the table as committed.
+    """Commit updates (of a v3 table or any other) through the table's catalog; returns the
+    table as committed.
 
     Raises pyiceberg's ``CommitFailedException`` when a requirement fails or a concurrent
-    commit won (the caller refreshes and retries), and :class:`UnsupportedTableError` for a
-    catalog this module cannot write v3 through.
+    commit won (the caller refreshes and retries), SQLAlchemy's ``OperationalError`` when
+    another process kept the embedded catalog locked (also retried, see
+    :mod:`puffin.iceberg.metadata.commits`), and :class:`UnsupportedTableError` for a
+    catalog this module cannot write v3 through.  On a SQL catalog, a commit that fails
+    removes the metadata file it wrote, unless its outcome is unknown.
     """
     from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
     from pyiceberg.table import Table as PyTable
+
+    from puffin.iceberg.metadata.manifests import remove_files
 
     catalog = table.catalog
     if pyiceberg_writes_v3() or isinstance(catalog, RestCatalog):
         response = catalog.commit_table(table, tuple(requirements), tuple(updates))
     elif isinstance(catalog, SqlCatalog):
+        written: list[str] = []
         try:
-            with _writes_v3(catalog):
+            with _writes_v3(catalog, written):
                 response = catalog.commit_table(table, tuple(requirements), tuple(updates))
-        except ValueError as exc:
+        except BaseException as exc:
+            if not isinstance(exc, CommitStateUnknownException):
+                remove_files(table, written)
             # A commit to another branch moved next-row-id past our snapshot's first-row-id
             # while main stayed put: a lost race like any other, so the caller retries.
-            if "next-row-id" not in str(exc):
-                raise
-            raise CommitFailedException(f"row lineage moved on: {exc}") from exc
+            if isinstance(exc, ValueError) and "next-row-id" in str(exc):
+                raise CommitFailedException(f"row lineage moved on: {exc}") from exc
+            raise
     else:
         raise UnsupportedTableError(
             f"cannot commit Iceberg v3 metadata through a {type(catalog).__name__}: pyiceberg "

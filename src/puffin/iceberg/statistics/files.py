@@ -97,12 +97,9 @@ def write_statistics_file(
 
 def register_statistics(table: Table, stats: StatisticsFile) -> None:
     """One commit setting ``stats`` as its snapshot's statistics file (``table`` is updated
-    in place).  v3 tables go through :mod:`puffin.iceberg.metadata.v3` with the updates and
-    requirement of ``table.update_statistics()``, which pyiceberg 0.12 refuses for v3."""
-    if table.metadata.format_version < 3:
-        with table.update_statistics() as update:
-            update.set_statistics(stats)
-        return
+    in place), through :func:`puffin.iceberg.metadata.v3.commit` with the updates and
+    requirement of ``table.update_statistics()`` (which pyiceberg 0.12 refuses for v3), so
+    a failed commit removes its metadata file on every format version."""
     from pyiceberg.table.update import AssertTableUUID, SetStatisticsUpdate
 
     committed = v3.commit(

@@ -1,0 +1,96 @@
+"""The embedded catalog's SQLite database, shared with other processes and engines.
+
+pyiceberg's ``SqlCatalog`` opens SQLite in its default rollback-journal mode with a pooled
+connection: any other process holding a read transaction (a ``sqlite3`` shell, Iceberg
+Java's ``JdbcCatalog`` over the same file) makes a commit fail at once with "database is
+locked", and a failed process keeps its connection, and sometimes its lock, until exit.
+Here the database runs in WAL mode (readers never block the writer, nor the writer them),
+every connection waits up to :func:`busy_timeout` seconds for a lock and is closed when its
+call ends (no pool), so nothing outlives a call.  A commit that still finds the database
+locked is retried by the commit loop and ends in :class:`~puffin.errors.CatalogLockedError`.
+
+WAL keeps two side files (``catalog.db-wal``, ``catalog.db-shm``) beside the database and
+needs a local file system (not NFS or SMB); a database another process holds open in
+rollback mode is left in that mode (switching needs a moment without readers).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from puffin.errors import CatalogLockedError, SetupError
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
+__all__ = [
+    "BUSY_TIMEOUT_ENV",
+    "busy_timeout",
+    "is_locked",
+    "locked_error",
+    "shareable",
+    "use_wal",
+]
+
+#: Seconds a connection to the embedded catalog waits for another process's lock.
+BUSY_TIMEOUT_ENV = "PUFFIN_CATALOG_BUSY_TIMEOUT"
+_DEFAULT_BUSY_TIMEOUT = 5.0
+
+
+def busy_timeout() -> float:
+    """:data:`BUSY_TIMEOUT_ENV` in seconds (5 by default)."""
+    text = os.environ.get(BUSY_TIMEOUT_ENV, "")
+    try:
+        value = float(text) if text else _DEFAULT_BUSY_TIMEOUT
+    except ValueError:
+        raise SetupError(f"{BUSY_TIMEOUT_ENV}={text!r} is not a number of seconds") from None
+    if value < 0:
+        raise SetupError(f"{BUSY_TIMEOUT_ENV}={text!r} must not be negative")
+    return value
+
+
+def use_wal(database: Path, timeout: float) -> bool:
+    """Switch the database to WAL mode (persistent in the file); False when it is busy."""
+    conn = sqlite3.connect(database, timeout=min(timeout, 1.0))
+    try:
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+    except sqlite3.OperationalError:
+        return False  # another process holds it in rollback mode: stay in that mode
+    finally:
+        conn.close()
+    return bool(mode) and str(mode[0]).lower() == "wal"
+
+
+def shareable(catalog: Catalog, database: Path, timeout: float) -> Catalog:
+    """``catalog`` with an engine that waits ``timeout`` s for locks and pools nothing."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
+    target: Any = catalog
+    target.engine.dispose()  # pyiceberg's pooled engine: its connection would linger
+    target.engine = create_engine(
+        f"sqlite:///{database}", poolclass=NullPool, connect_args={"timeout": timeout}
+    )
+    return catalog
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (through SQLAlchemy or not)."""
+    text = str(exc).lower()
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "OperationalError" in names and ("database is locked" in text or "is busy" in text)
+
+
+def locked_error(catalog: Catalog, attempts: int) -> CatalogLockedError:
+    """The error for a commit that found the database locked on every attempt."""
+    uri = str(getattr(catalog, "properties", {}).get("uri", "the catalog database"))
+    return CatalogLockedError(
+        f"the embedded catalog ({uri.removeprefix('sqlite:///')}) stayed locked by another "
+        f"process for {busy_timeout():g} s on each of {attempts} attempts: nothing was "
+        "committed and the files written for the commit were removed; find the process "
+        "holding a transaction open (a sqlite3 shell, a JDBC catalog in a running JVM), or "
+        f"wait longer ({BUSY_TIMEOUT_ENV}=SECONDS)"
+    )
