@@ -178,7 +178,28 @@ def test_deeply_nested_footer() -> None:
 
 def test_duplicate_keys() -> None:
     payload = b'{"blobs":[],"blobs":[]}'
-    expect(puffin.InvalidFooterError, build(payload=payload), "duplicate key 'blobs'")
+    message = expect(puffin.InvalidFooterError, build(payload=payload), "duplicate key 'blobs'")
+    assert "absurd number" not in message and "at byte 12 of the footer payload" in message
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [
+        (b'{"blobs":[{"type":"t","fields":[1],"snapshot-id":NaN}]}', ["NaN is not", "byte 49"]),
+        (b'{"properties":{"NaN":"x"},"blobs":[-Infinity]}', ["-Infinity is not", "byte 35"]),
+        (b'{"blobs":[],"x":' + b"9" * 5000 + b"}", ["more than 4,300 digits", "byte 16"]),
+    ],
+)
+def test_json_faults_are_named_where_they_are(payload: bytes, words: list[str]) -> None:
+    """Each fault says what it is and its byte, never "an absurd number" for all of them."""
+    message = expect(puffin.InvalidFooterError, build(payload=payload), *words)
+    assert "absurd" not in message
+
+
+def test_the_conformance_duplicate_key_vector_says_so(testdata: Path) -> None:
+    data = (testdata / "conformance" / "container" / "invalid-footer-duplicate-key.puffin")
+    message = expect(puffin.InvalidFooterError, data.read_bytes(), "duplicate key 'blobs'")
+    assert "absurd" not in message
 
 
 def test_blobs_missing() -> None:

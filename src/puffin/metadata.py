@@ -245,10 +245,16 @@ def parse_footer_payload(
             f"{exc.colno}"), position) from None
     except RecursionError:  # only with max_json_depth raised into the thousands
         raise InvalidFooterError("footer payload JSON is nested too deeply") from None
-    except ValueError as exc:
+    except PuffinError as exc:  # a duplicate key or NaN/Infinity, from the parser's hooks
+        raise PayloadError(exc, _byte_position(text, _culprit(exc))) from None
+    except ValueError:
         # Python refuses to parse integers of more than 4,300 digits; no valid footer
         # holds one (every integer is at most 64 bits).
-        raise InvalidFooterError(f"footer payload holds an absurd number: {exc}") from None
+        error = InvalidFooterError(
+            "footer payload holds an integer of more than 4,300 digits (a footer's numbers "
+            "are 64-bit)"
+        )
+        raise PayloadError(error, _byte_position(text, r"-?\d{4301,}")) from None
     # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
     return FileMetadata.from_json_dict(
         doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
@@ -330,7 +336,41 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _reject_constant(name: str) -> Any:
-    raise InvalidFooterError(f"footer payload is not valid JSON: {name} is not a JSON value")
+    raise InvalidFooterError(
+        f"footer payload is not valid JSON: {name} is not a JSON value (NaN and Infinity "
+        "are JavaScript, not JSON)"
+    )
+
+
+def _culprit(exc: PuffinError) -> str:
+    """A pattern for the token an error from a parser hook is about."""
+    if exc.field is None:  # NaN, Infinity or -Infinity, named in the message
+        name = exc.reason.split(": ", 1)[-1].split(" ", 1)[0]
+        return rf"(?<![\w-]){re.escape(name)}"
+    return re.escape(json.dumps(exc.field)) + r"\s*:"  # the key, as written
+
+
+def _byte_position(text: str, pattern: str) -> int:
+    """The byte offset in ``text`` of the second match of ``pattern`` outside strings for a
+    key (the duplicate), else of the first match outside strings; 0 when not found."""
+    found = [m.start() for m in re.finditer(pattern, text) if not _in_string(text, m.start())]
+    if not found:
+        return 0
+    at = found[1] if pattern.endswith(r"\s*:") and len(found) > 1 else found[0]
+    return len(text[:at].encode("utf-8", "surrogatepass"))
+
+
+def _in_string(text: str, index: int) -> bool:
+    """Whether ``index`` of ``text`` lies inside a JSON string (a key's quote starts one)."""
+    inside = escaped = False
+    for ch in text[:index]:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = inside
+        elif ch == '"':
+            inside = not inside
+    return inside
 
 
 def _json_type(value: object) -> str:
