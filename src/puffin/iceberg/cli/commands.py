@@ -204,9 +204,8 @@ def _open_table(args: argparse.Namespace) -> Table:
 
 
 def _run_compute(args: argparse.Namespace) -> int:
+    table = _open_table(args)  # first: a missing extra is named before any import
     from puffin.iceberg.statistics.compute import SkippedColumnWarning, compute_table_statistics
-
-    table = _open_table(args)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SkippedColumnWarning)
@@ -247,9 +246,8 @@ def _names(table: Table) -> dict[int, str]:
 
 
 def _run_show(args: argparse.Namespace) -> int:
+    table = _open_table(args)  # first: a missing extra is named before any import
     from puffin.iceberg.statistics.files import read_table_statistics
-
-    table = _open_table(args)
     stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
     rows = []
     for c in stats.columns:
@@ -292,9 +290,8 @@ def _run_show(args: argparse.Namespace) -> int:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
+    table = _open_table(args)  # first: a missing extra is named before any import
     from puffin.iceberg.verify.table import verify_table
-
-    table = _open_table(args)
     report = verify_table(table, snapshot_id=args.snapshot_id)
     if args.json:
         print_json("table verify", report.to_dict())
