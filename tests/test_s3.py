@@ -51,7 +51,6 @@ def _gets(log: list[Request]) -> list[Request]:
 
 class _Written:
     def __init__(self, writer: puffin.PuffinWriter) -> None:
-        assert writer.file_size is not None and writer.footer_size is not None
         self.file_size: int = writer.file_size
         self.footer_size: int = writer.footer_size
 

@@ -63,9 +63,26 @@ def check_magic(data: bytes | memoryview, at: int, *, offset: int, what: str) ->
     found = bytes(data[at : at + MAGIC_LENGTH])
     if found != MAGIC:
         raise InvalidFileError(
-            f"magic mismatch {what}: expected {MAGIC.hex()}, found {found.hex() or 'nothing'}",
+            f"magic mismatch {what}: expected 'PFA1' ({MAGIC.hex()}), found "
+            f"{_shown(found)}{_truncation_hint(found, what)}",
             offset=offset,
         )
+
+
+def _shown(found: bytes) -> str:
+    if not found:
+        return "nothing"
+    text = found.decode("latin-1")
+    return f"{text!r} ({found.hex()})" if text.isprintable() else found.hex()
+
+
+def _truncation_hint(found: bytes, what: str) -> str:
+    """A hint when the bytes look like the magic cut short: a file that ends too soon."""
+    if what != "at end of file":
+        return ""
+    if any(MAGIC.startswith(found[i:]) for i in range(1, len(found))) or len(found) < 4:
+        return "; the file may be truncated (it should end with PFA1)"
+    return "; not a Puffin file, or the file may be truncated"
 
 
 def parse_footer_struct(tail: bytes | memoryview, *, file_size: int) -> FooterStruct:

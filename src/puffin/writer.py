@@ -63,8 +63,8 @@ class PuffinWriter:
         self._compress_footer = bool(compress_footer)
         self._blobs: list[BlobMetadata] = []
         self._closed = False
-        self.file_size: int | None = None
-        self.footer_size: int | None = None
+        self._file_size: int | None = None
+        self._footer_size: int | None = None
         self.path: str | None = None
         self._staging: Staging | None = None
         resolved = open_target(target, io=io)  # URLs and pyiceberg OutputFiles
@@ -112,6 +112,28 @@ class PuffinWriter:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def file_size(self) -> int:
+        """The whole file's size in bytes (what Iceberg's ``file-size-in-bytes`` records).
+
+        Known once the writer is closed; before that, a :class:`ValueError`.
+        """
+        return self._known(self._file_size, "file_size")
+
+    @property
+    def footer_size(self) -> int:
+        """The footer's size in bytes, magic to magic (``file-footer-size-in-bytes``).
+
+        Known once the writer is closed; before that, a :class:`ValueError`.
+        """
+        return self._known(self._footer_size, "footer_size")
+
+    def _known(self, value: int | None, name: str) -> int:
+        if value is None:
+            state = "was aborted" if self._closed else "is still open"
+            raise ValueError(f"{name} is known once the file is complete; the writer {state}")
+        return value
+
     def add_blob(
         self,
         data: bytes | bytearray | memoryview,
@@ -125,8 +147,9 @@ class PuffinWriter:
     ) -> BlobMetadata:
         """Append a blob and return the metadata recorded for it in the footer.
 
-        ``codec`` is ``None`` (stored as is), ``"lz4"`` or ``"zstd"`` (or any registered
-        codec); the data is compressed here.
+        ``codec`` is ``None`` or ``"none"`` (stored as is; the footer then names no codec, as
+        the spec wants), ``"lz4"`` or ``"zstd"`` (or any registered codec); the data is
+        compressed here.
 
         Example::
 
@@ -143,6 +166,8 @@ class PuffinWriter:
             sequence_number=sequence_number,
             properties=properties,
         )
+        if codec == "none":  # the CLI's and the README's word for "stored as is"
+            codec = None
         compressor = get_codec(codec)
         stored = memoryview(data) if compressor is None else memoryview(compressor.compress(data))
         meta = BlobMetadata(
@@ -177,8 +202,8 @@ class PuffinWriter:
                 payload = lz4.compress(payload)
             self._write(pack_footer(payload, compressed=self._compress_footer))
             footer_size = footer_size_for(len(payload))
-            self.file_size = self._position + footer_size
-            self.footer_size = footer_size
+            self._file_size = self._position + footer_size
+            self._footer_size = footer_size
             self._out.flush()
             if self._staging is not None:
                 os.fsync(self._staging.fd)

@@ -148,7 +148,6 @@ def write_deletion_vectors(
     if path is None:
         name = getattr(target, "name", None)
         path = name if isinstance(name, str) else None
-    assert writer.file_size is not None
     return [
         DeletionVectorEntry(
             referenced_data_file=referenced_data_file,

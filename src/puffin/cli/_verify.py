@@ -23,20 +23,25 @@ def check_file(path: str) -> dict[str, Any]:
     from puffin.blobs.verify import verify_file
 
     problems = verify_file(path)
+    entries = [
+        {
+            "type": p.error,
+            "message": p.message,
+            "blob_index": p.blob_index,
+            "offset": p.offset,
+            "field": p.field,
+        }
+        for p in problems
+    ]
+    if entries and entries[0]["type"] == "InvalidFileError":
+        from puffin.cli._sniff import format_hint  # what the file is, as the others say
+
+        entries[0]["message"] += format_hint(path)
     return {
         "file": path,
         "valid": not problems,
         "blob_count": _blob_count(path, problems),
-        "problems": [
-            {
-                "type": p.error,
-                "message": p.message,
-                "blob_index": p.blob_index,
-                "offset": p.offset,
-                "field": p.field,
-            }
-            for p in problems
-        ],
+        "problems": entries,
     }
 
 

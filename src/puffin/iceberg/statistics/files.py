@@ -140,7 +140,6 @@ def _write_stats_file(
             add_theta_blob(
                 writer, sketch, field_id, snapshot_id=snapshot_id, sequence_number=sequence_number
             )
-    assert writer.file_size is not None and writer.footer_size is not None
     return writer.file_size, writer.footer_size, writer.blobs
 
 
