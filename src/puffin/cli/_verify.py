@@ -36,7 +36,7 @@ def check_file(path: str) -> dict[str, Any]:
     if entries and entries[0]["type"] == "InvalidFileError":
         from puffin.cli._sniff import format_hint  # what the file is, as the others say
 
-        entries[0]["message"] += format_hint(path)
+        entries[0]["message"] = f"{entries[0]['message']}{format_hint(path)}"
     return {
         "file": path,
         "valid": not problems,

@@ -8,6 +8,8 @@
 * Row-level deletes (merge-on-read): :func:`upgrade_to_v3` moves a table to format version 3,
   :func:`delete_rows` commits the rows a filter matches as deletion vectors,
   :func:`commit_deletion_vectors` commits positions computed elsewhere (Spark).
+* Appends (v3 tables too): :func:`append` writes data files as pyiceberg does and commits
+  them with the spec's row lineage, where pyiceberg 0.12 cannot write a v3 manifest.
 * :func:`verify_table` checks every Puffin file the metadata references against it.
 * Catalogs: :func:`load_catalog` (pyiceberg's configuration, or an embedded SQLite catalog
   in ``./warehouse``), and :func:`create_sample_table` for a table to try things on.
@@ -42,6 +44,7 @@ from puffin.errors import (
 # ``puffin table`` plugin, which must not load pyiceberg (the v3 writer subclasses its
 # classes at import).
 _LAZY: dict[str, str] = {
+    "append": "puffin.iceberg.writes.append",
     "ColumnStatistics": "puffin.iceberg.statistics.files",
     "DEFAULT_WAREHOUSE": "puffin.iceberg.catalog.catalogs",
     "DeleteResult": "puffin.iceberg.deletes.rows",
@@ -119,6 +122,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         VerifyReport,
         verify_table,
     )
+    from puffin.iceberg.writes.append import append
 
 
 def __getattr__(name: str) -> Any:
@@ -151,6 +155,7 @@ __all__ = [
     "TableStatistics",
     "UnsupportedTableError",
     "VerifyReport",
+    "append",
     "apply_deletion_vector",
     "commit_deletion_vectors",
     "compute_table_statistics",

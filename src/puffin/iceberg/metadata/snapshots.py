@@ -22,7 +22,12 @@ from puffin.iceberg.metadata.manifests import (
     read_manifest_list,
     remove_files,
 )
-from puffin.iceberg.metadata.v3 import DeleteManifestWriterV3, ManifestListWriterV3
+from puffin.iceberg.metadata.v3 import (
+    DataManifestWriterV3,
+    DeleteManifestWriterV3,
+    ManifestListWriterV3,
+    to_v3_data_file,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
@@ -33,9 +38,17 @@ __all__ = ["DeleteSnapshot", "snapshot_summary", "write_delete_snapshot"]
 
 
 def snapshot_summary(
-    table: Table, parent: Snapshot, added: Sequence[DataFile], removed: Sequence[DataFile]
+    table: Table,
+    parent: Snapshot | None,
+    added: Sequence[DataFile],
+    removed: Sequence[DataFile],
+    *,
+    added_data: Sequence[DataFile] = (),
+    operation: str = "delete",
 ) -> dict[str, str]:
-    """Snapshot summary by pyiceberg's collector; a DV counts its blob, as in Java."""
+    """Snapshot summary by pyiceberg's collector; a DV counts its blob, as in Java.
+
+    ``added``/``removed`` are delete files, ``added_data`` data files."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.table.snapshots import (
         Operation,
@@ -56,6 +69,8 @@ def snapshot_summary(
         )
 
     collector = SnapshotSummaryCollector()
+    for df in added_data:
+        collector.add_file(df, table.schema())
     for df in added:
         collector.add_file(view(df), table.schema())
     for df in removed:
@@ -70,8 +85,8 @@ def snapshot_summary(
             props[files_key] = str(left)
         if dvs:
             props[f"{side}-dvs"] = str(dvs)
-    previous = dict(parent.summary.additional_properties) if parent.summary else None
-    summary = update_snapshot_summaries(Summary(Operation.DELETE, **props), previous)
+    previous = dict(parent.summary.additional_properties) if parent and parent.summary else None
+    summary = update_snapshot_summaries(Summary(Operation(operation), **props), previous)
     return dict(summary.additional_properties)
 
 
@@ -154,43 +169,50 @@ def write_delete_snapshot(
     removed: set[DeleteFileKey],
     *,
     operation: str = "delete",
+    added_data: Sequence[DataFile] = (),
 ) -> DeleteSnapshot:
-    """Manifests, manifest list and ``Snapshot`` for a change of delete files only.
+    """Manifests, manifest list and ``Snapshot`` for a change of delete files (and, for an
+    append or overwrite, new data files).
 
     ``added`` are v3 delete-file records (DVs); ``removed`` the :func:`delete_file_key` of
-    live delete files to drop (superseded DVs, merged position deletes).  Data manifests are
-    carried unchanged and get a ``first_row_id`` if they have none; the snapshot's
-    ``first-row-id`` is the table's ``next-row-id`` (0 for a table being upgraded).
+    live delete files to drop (superseded DVs, merged position deletes); ``added_data`` new
+    data files, written to one new v3 data manifest whose ``first_row_id`` the manifest
+    list assigns.  Data manifests are carried unchanged and get a ``first_row_id`` if they
+    have none; the snapshot's ``first-row-id`` is the table's ``next-row-id`` (0 for a
+    table being upgraded) and ``added-rows`` the row ids it reserves.
     """
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 
     parent = table.current_snapshot()
-    assert parent is not None, "a delete snapshot needs a parent"
     metadata = table.metadata
     snapshot_id = metadata.new_snapshot_id()
     sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
     first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
-    manifests = read_manifest_list(table.io, parent.manifest_list)
+    manifests = read_manifest_list(table.io, parent.manifest_list) if parent else []
     written: list[str] = []
     list_path = _metadata_file(table, f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
     try:
         carried, new, gone = _delete_manifests(
             table, manifests, added, removed, snapshot_id, written
         )
+        if added_data:
+            new.insert(0, _data_manifest(table, added_data, snapshot_id, written))
         written.append(list_path)
         with ManifestListWriterV3(
-            table.io.new_output(list_path), snapshot_id, parent.snapshot_id,
-            sequence_number, first_row_id,
+            table.io.new_output(list_path), snapshot_id,
+            parent.snapshot_id if parent else None, sequence_number, first_row_id,
         ) as writer:
-            writer.add_manifests([*carried, *new])
+            writer.add_manifests([*new[:1], *carried, *new[1:]] if added_data else [*carried, *new])
     except BaseException:
         remove_files(table, written)
         raise
-    props = snapshot_summary(table, parent, added, gone)
+    props = snapshot_summary(
+        table, parent, added, gone, added_data=added_data, operation=operation
+    )
     snapshot = Snapshot.model_validate(
         {
             "snapshot-id": snapshot_id,
-            "parent-snapshot-id": parent.snapshot_id,
+            "parent-snapshot-id": parent.snapshot_id if parent else None,
             "sequence-number": sequence_number,
             "manifest-list": list_path,
             "summary": Summary(Operation(operation), **props),
@@ -200,3 +222,21 @@ def write_delete_snapshot(
         }
     )
     return DeleteSnapshot(snapshot, tuple(written))
+
+
+def _data_manifest(
+    table: Table, added: Sequence[DataFile], snapshot_id: int, written: list[str]
+) -> ManifestFile:
+    """One v3 data manifest of the added data files (ADDED entries, of the default spec)."""
+    from pyiceberg.manifest import ManifestEntryStatus
+
+    path = _metadata_file(table, f"{uuid.uuid4()}-m-data.avro")
+    written.append(path)
+    spec = table.spec()
+    out = table.io.new_output(path)
+    with DataManifestWriterV3(spec, table.schema(), out, snapshot_id, "deflate") as writer:
+        for df in added:
+            record = to_v3_data_file(df, spec.spec_id)
+            writer.add_entry(_entry(ManifestEntryStatus.ADDED, snapshot_id, None, record))
+    return writer.to_manifest_file()
+

@@ -52,16 +52,18 @@ from puffin.errors import UnsupportedTableError
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import FileIO, OutputFile
-    from pyiceberg.manifest import ManifestContent, ManifestFile
+    from pyiceberg.manifest import DataFile, ManifestContent, ManifestFile
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.update import TableRequirement, TableUpdate
 
 __all__ = [
+    "DataManifestWriterV3",
     "DeleteManifestWriterV3",
     "ManifestListWriterV3",
     "commit",
     "pyiceberg_writes_v3",
+    "to_v3_data_file",
     "to_v3_manifest_file",
 ]
 
@@ -109,6 +111,32 @@ class DeleteManifestWriterV3(ManifestWriterV2):
             schema_name="manifest_entry",
             metadata=self._meta,
         )
+
+
+class DataManifestWriterV3(DeleteManifestWriterV3):
+    """A v3 data manifest: added data files get their row ids from the manifest's
+    ``first_row_id``, which the manifest list assigns (:class:`ManifestListWriterV3`)."""
+
+    def content(self) -> ManifestContent:
+        from pyiceberg.manifest import ManifestContent
+
+        return ManifestContent.DATA
+
+    @property
+    def _meta(self) -> dict[str, str]:
+        return {**super()._meta, "content": "data"}
+
+
+def to_v3_data_file(data_file: DataFile, spec_id: int) -> DataFile:
+    """A data-file record of pyiceberg's (v1/v2 struct) as a v3 record of partition spec
+    ``spec_id``, fields unchanged."""
+    from pyiceberg.manifest import DATA_FILE_TYPE, DataFile
+
+    names = [f.name for f in DATA_FILE_TYPE[V3].fields]
+    values = {n: getattr(data_file, n, None) for n in names}
+    record = DataFile.from_args(_table_format_version=V3, **values)
+    record.spec_id = spec_id
+    return record
 
 
 def _v3_list_fields() -> list[str]:
