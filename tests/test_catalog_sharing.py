@@ -23,12 +23,14 @@ pytest.importorskip("pyiceberg")
 
 from puffin.errors import CatalogLockedError, TableNotFoundError, UsageError
 from puffin.iceberg import (
+    append,
     compute_table_statistics,
     create_sample_table,
     delete_rows,
     load_catalog,
     load_table,
     local_catalog,
+    sample_batch,
     upgrade_to_v3,
 )
 
@@ -73,9 +75,11 @@ def test_a_reader_in_another_process_does_not_block_commits(tmp_path: Path) -> N
     with _holder(tmp_path / "catalog.db", "BEGIN"):
         result = delete_rows(table, "category = 3")
         assert result.snapshot_id is not None and result.attempts == 1
-        stats = compute_table_statistics(result.table, progress=False)
+        appended = append(result.table, sample_batch(100, start=900))
+        stats = compute_table_statistics(appended, progress=False)
     fresh = local_catalog(tmp_path).load_table("db.t")
-    assert fresh.current_snapshot().snapshot_id == result.snapshot_id
+    assert fresh.current_snapshot().snapshot_id == appended.current_snapshot().snapshot_id
+    assert fresh.current_snapshot().parent_snapshot_id == result.snapshot_id
     assert [s.statistics_path for s in fresh.metadata.statistics] == [stats.statistics_path]
     mode = sqlite3.connect(tmp_path / "catalog.db").execute("PRAGMA journal_mode").fetchone()
     assert mode[0] == "wal"
