@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from puffin._footer_json import byte_position, culprit, dump_java
 from puffin.errors import InvalidFooterError, PuffinError
 from puffin.limits import DEFAULT_LIMITS, Limits, json_cap_violation
 
@@ -147,7 +148,7 @@ class FileMetadata:
 
     def to_json(self) -> str:
         """Compact JSON exactly as Iceberg Java's ``FileMetadataParser`` writes it."""
-        return _dump_java(self.to_json_dict())
+        return dump_java(self.to_json_dict())
 
     def to_bytes(self) -> bytes:
         """UTF-8 of :meth:`to_json`: the uncompressed footer payload."""
@@ -246,7 +247,7 @@ def parse_footer_payload(
     except RecursionError:  # only with max_json_depth raised into the thousands
         raise InvalidFooterError("footer payload JSON is nested too deeply") from None
     except PuffinError as exc:  # a duplicate key or NaN/Infinity, from the parser's hooks
-        raise PayloadError(exc, _byte_position(text, _culprit(exc))) from None
+        raise PayloadError(exc, byte_position(text, culprit(exc))) from None
     except ValueError:
         # Python refuses to parse integers of more than 4,300 digits; no valid footer
         # holds one (every integer is at most 64 bits).
@@ -254,7 +255,7 @@ def parse_footer_payload(
             "footer payload holds an integer of more than 4,300 digits (a footer's numbers "
             "are 64-bit)"
         )
-        raise PayloadError(error, _byte_position(text, r"-?\d{4301,}")) from None
+        raise PayloadError(error, byte_position(text, r"-?\d{4301,}")) from None
     # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
     return FileMetadata.from_json_dict(
         doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
@@ -342,37 +343,6 @@ def _reject_constant(name: str) -> Any:
     )
 
 
-def _culprit(exc: PuffinError) -> str:
-    """A pattern for the token an error from a parser hook is about."""
-    if exc.field is None:  # NaN, Infinity or -Infinity, named in the message
-        name = exc.reason.split(": ", 1)[-1].split(" ", 1)[0]
-        return rf"(?<![\w-]){re.escape(name)}"
-    return re.escape(json.dumps(exc.field)) + r"\s*:"  # the key, as written
-
-
-def _byte_position(text: str, pattern: str) -> int:
-    """The byte offset in ``text`` of the second match of ``pattern`` outside strings for a
-    key (the duplicate), else of the first match outside strings; 0 when not found."""
-    found = [m.start() for m in re.finditer(pattern, text) if not _in_string(text, m.start())]
-    if not found:
-        return 0
-    at = found[1] if pattern.endswith(r"\s*:") and len(found) > 1 else found[0]
-    return len(text[:at].encode("utf-8", "surrogatepass"))
-
-
-def _in_string(text: str, index: int) -> bool:
-    """Whether ``index`` of ``text`` lies inside a JSON string (a key's quote starts one)."""
-    inside = escaped = False
-    for ch in text[:index]:
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = inside
-        elif ch == '"':
-            inside = not inside
-    return inside
-
-
 def _json_type(value: object) -> str:
     if value is None:
         return "null"
@@ -450,28 +420,3 @@ def _parse_properties(obj: dict[str, Any], ctx: _Ctx) -> dict[str, str]:
 
 
 # --- Java-compatible JSON writer -------------------------------------------------------------
-
-_LOWER_HEX_ESCAPE = re.compile(r"\\u00([0-9a-f]{2})")
-
-
-def _dump_string(value: str) -> str:
-    # Jackson escapes control characters as Python does, but with upper-case hex digits.
-    text = json.dumps(value, ensure_ascii=False)
-    if "\\u00" in text:
-        text = _LOWER_HEX_ESCAPE.sub(lambda m: "\\u00" + m.group(1).upper(), text)
-    return text
-
-
-def _dump_java(value: Any) -> str:
-    if isinstance(value, str):
-        return _dump_string(value)
-    if isinstance(value, bool) or value is None:
-        raise TypeError(f"unexpected JSON value {value!r} in Puffin metadata")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_dump_java(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_dump_string(k)}:{_dump_java(v)}" for k, v in value.items()) + "}"
-    raise TypeError(f"unexpected JSON value {value!r} in Puffin metadata")
-
