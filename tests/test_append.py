@@ -85,6 +85,11 @@ def test_v2_tables_go_to_pyiceberg(tmp_path: Path) -> None:
     appended = append(table, sample_batch(50, start=100))
     assert appended.metadata.format_version == 2
     assert _ids(appended) == list(range(150))
+    from puffin.iceberg import overwrite
+
+    replaced = overwrite(appended, sample_batch(5, start=500), "id < 10")
+    assert replaced.metadata.format_version == 2
+    assert _ids(replaced) == [*range(10, 150), *range(500, 505)]
 
 
 def test_an_incompatible_schema_is_refused_before_writing(tmp_path: Path) -> None:
@@ -139,3 +144,44 @@ def test_concurrent_appends_from_processes_all_land(tmp_path: Path) -> None:
         assert set(range(start, start + 200)) <= set(ids)
     assert verify_table(table).ok  # row-id ranges do not overlap
     assert table.metadata.next_row_id == 300 + 3 * 200
+
+
+def test_overwrite_replaces_matching_rows_in_one_snapshot(tmp_path: Path) -> None:
+    from puffin.iceberg import overwrite
+
+    table = _v3(tmp_path)
+    before = table.scan().to_arrow()
+    keep = [r for r in before.to_pylist() if r["category"] != 7]
+    replacement = sample_batch(50, start=8000, seed=9)
+    parent = table.current_snapshot().snapshot_id
+    result = overwrite(table, replacement, "category = 7")
+    snapshot = result.current_snapshot()
+    assert snapshot.summary.operation.value == "overwrite"
+    assert snapshot.parent_snapshot_id == parent  # one snapshot: no state in between
+    assert snapshot.added_rows == 50
+    expected = sorted([r["id"] for r in keep] + list(range(8000, 8050)))
+    assert _ids(result) == expected
+    location = result.metadata_location
+    want = comparable_rows(read_pyiceberg(location), result.schema())
+    assert comparable_rows(read_duckdb(location), result.schema()) == want
+    assert verify_table(result).ok, verify_table(result).problems
+
+
+def test_add_files_registers_parquet_files_with_row_ids(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from puffin.errors import UsageError
+    from puffin.iceberg import add_files
+
+    table = _v3(tmp_path, rows=300)
+    batch = sample_batch(40, start=7000, seed=2)
+    path = tmp_path / "outside.parquet"
+    pq.write_table(batch, path)  # no field ids: matched by name through the name mapping
+    next_row_id = table.metadata.next_row_id
+    added = add_files(table, [str(path)])
+    assert added.current_snapshot().first_row_id == next_row_id
+    assert added.metadata.next_row_id == next_row_id + 40
+    assert set(range(7000, 7040)) <= set(_ids(added))
+    assert verify_table(added).ok
+    with pytest.raises(UsageError, match="already in the table"):
+        add_files(added, [str(path)])

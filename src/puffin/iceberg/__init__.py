@@ -44,7 +44,9 @@ from puffin.errors import (
 # ``puffin table`` plugin, which must not load pyiceberg (the v3 writer subclasses its
 # classes at import).
 _LAZY: dict[str, str] = {
+    "add_files": "puffin.iceberg.writes.overwrite",
     "append": "puffin.iceberg.writes.append",
+    "overwrite": "puffin.iceberg.writes.overwrite",
     "ColumnStatistics": "puffin.iceberg.statistics.files",
     "DEFAULT_WAREHOUSE": "puffin.iceberg.catalog.catalogs",
     "DeleteResult": "puffin.iceberg.deletes.rows",
@@ -123,6 +125,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         verify_table,
     )
     from puffin.iceberg.writes.append import append
+    from puffin.iceberg.writes.overwrite import add_files, overwrite
 
 
 def __getattr__(name: str) -> Any:
@@ -155,6 +158,7 @@ __all__ = [
     "TableStatistics",
     "UnsupportedTableError",
     "VerifyReport",
+    "add_files",
     "append",
     "apply_deletion_vector",
     "commit_deletion_vectors",
@@ -166,6 +170,7 @@ __all__ = [
     "load_catalog",
     "load_table",
     "local_catalog",
+    "overwrite",
     "read_table_deletion_vectors",
     "read_table_statistics",
     "sample_batch",

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["append"]
+__all__ = ["append", "check_schema", "write_data_files"]
 
 
 def append(
@@ -49,8 +49,8 @@ def append(
     if table.metadata.format_version < 3:
         table.append(data)  # pyiceberg streams readers too
         return table
-    _check_schema(table, data.schema)
-    files = _write_data_files(table, data)
+    check_schema(table, data.schema)
+    files = write_data_files(table, data)
     if not files:
         return table
 
@@ -65,7 +65,7 @@ def append(
     return with_retries(table, attempt, max_attempts, kept=[str(f.file_path) for f in files])
 
 
-def _check_schema(table: Table, schema: pa.Schema) -> None:
+def check_schema(table: Table, schema: pa.Schema) -> None:
     """pyiceberg's own compatibility check (names, types, promotions, required fields)."""
     from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible
 
@@ -74,7 +74,7 @@ def _check_schema(table: Table, schema: pa.Schema) -> None:
     )
 
 
-def _write_data_files(table: Table, data: Any) -> list[DataFile]:
+def write_data_files(table: Table, data: Any) -> list[DataFile]:
     """Parquet data files as pyiceberg writes them, and their records."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
