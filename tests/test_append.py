@@ -185,3 +185,31 @@ def test_add_files_registers_parquet_files_with_row_ids(tmp_path: Path) -> None:
     assert verify_table(added).ok
     with pytest.raises(UsageError, match="already in the table"):
         add_files(added, [str(path)])
+
+
+def test_the_command_line_appends_and_adds_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    from puffin.cli import main
+    from test_cli import check_shape, documented_shape
+
+    _v3(tmp_path, rows=300)
+    day = tmp_path / "day.parquet"
+    pq.write_table(sample_batch(120, start=9000, seed=5), day)
+    wh = ["--warehouse", str(tmp_path), "--json"]
+    assert main(["table", "append", "db.t", str(day), *wh]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    check_shape(doc, documented_shape("table-append"))
+    assert (doc["command"], doc["added_records"], doc["format_version"]) == ("table append", 120, 3)
+    outside = tmp_path / "outside.parquet"
+    pq.write_table(sample_batch(30, start=9500, seed=6), outside)
+    assert main(["table", "add-files", "db.t", str(outside), *wh]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["command"], doc["added_records"]) == ("table add-files", 30)
+    table = local_catalog(tmp_path).load_table("db.t")
+    assert set(range(9000, 9120)) | set(range(9500, 9530)) <= set(_ids(table))
+    assert verify_table(table).ok
