@@ -71,6 +71,7 @@ _LAZY: dict[str, str] = {
     "read_table_statistics": "puffin.iceberg.statistics.files",
     "sample_batch": "puffin.iceberg.catalog.sample",
     "sample_schema": "puffin.iceberg.catalog.sample",
+    "update_table_statistics": "puffin.iceberg.statistics.update",
     "statistics_file_for": "puffin.iceberg.statistics.files",
     "upgrade_to_v3": "puffin.iceberg.deletes.upgrade",
     "verify_table": "puffin.iceberg.verify.table",
@@ -119,6 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         statistics_file_for,
         write_statistics_file,
     )
+    from puffin.iceberg.statistics.update import update_table_statistics
     from puffin.iceberg.verify.table import (
         Problem,
         VerifyReport,
@@ -176,6 +178,7 @@ __all__ = [
     "sample_batch",
     "sample_schema",
     "statistics_file_for",
+    "update_table_statistics",
     "upgrade_to_v3",
     "verify_table",
     "write_statistics_file",

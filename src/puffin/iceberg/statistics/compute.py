@@ -37,6 +37,7 @@ __all__ = [
     "SkippedColumnWarning",
     "compute_table_statistics",
     "plan_statistics",
+    "sketch_files",
     "sketchable",
 ]
 
@@ -56,7 +57,7 @@ def sketchable(iceberg_type: Any) -> bool:
     return True
 
 
-def _sketch_files(
+def sketch_files(
     table: Table, planned: Sequence[Any], scan_columns: list[ScanColumn], lg_k: int, bar: Progress
 ) -> dict[Any, ThetaSketch]:
     """Each column's sketch: the NDV engine reads and hashes one planned file per part."""
@@ -118,7 +119,7 @@ def compute_table_statistics(
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:
-        sketches = _sketch_files(table, planned, scan_columns, lg_k, bar)
+        sketches = sketch_files(table, planned, scan_columns, lg_k, bar)
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
     return write_statistics_file(

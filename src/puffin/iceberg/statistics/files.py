@@ -11,7 +11,7 @@ its registration is retried after a lost race; a commit that finally fails remov
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ATTEMPTS",
+    "NDV_UPPER_BOUND",
     "THETA_BLOB_TYPE",
     "ColumnStatistics",
     "TableStatistics",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 THETA_BLOB_TYPE = standard.APACHE_DATASKETCHES_THETA_V1
+#: Blob property (``"true"``) of a sketch carried over deletes by an incremental update: it
+#: still counts values of deleted rows, so its ``ndv`` is an upper bound (as in Trino).
+NDV_UPPER_BOUND = "iceberg-puffin.ndv-upper-bound"
 #: Commits tried before a statistics commit that keeps losing gives up.
 MAX_ATTEMPTS = 8
 
@@ -67,6 +71,7 @@ def write_statistics_file(
     sequence_number: int,
     commit: bool = True,
     max_attempts: int = MAX_ATTEMPTS,
+    blob_properties: Mapping[str, str] | None = None,
 ) -> StatisticsFile:
     """Write ``(field id, sketch)`` pairs as ``<snapshot-id>-<uuid>.stats`` and register it.
 
@@ -75,13 +80,15 @@ def write_statistics_file(
     its ``ndv``.  With ``commit`` (the default) it replaces the snapshot's statistics file
     in the table metadata, retried up to ``max_attempts`` times on conflicts.  Shared by
     :func:`compute_table_statistics` and :func:`puffin.spark.compute_table_statistics`,
-    which differ only in how they sketch.
+    which differ only in how they sketch.  ``blob_properties`` are added to every blob
+    after ``ndv`` (:data:`NDV_UPPER_BOUND` for statistics carried over deletes).
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
     location = _new_stats_location(table, snapshot_id)
     file_size, footer_size, blobs = _write_stats_file(
-        table, location, sketches, snapshot_id=snapshot_id, sequence_number=sequence_number
+        table, location, sketches, snapshot_id=snapshot_id, sequence_number=sequence_number,
+        properties=blob_properties,
     )
     stats = statistics_file_for(
         location,
@@ -129,6 +136,7 @@ def _write_stats_file(
     *,
     snapshot_id: int,
     sequence_number: int,
+    properties: Mapping[str, str] | None = None,
 ) -> tuple[int, int, list[BlobMetadata]]:
     from puffin.blobs.theta import add_theta_blob
 
@@ -138,7 +146,8 @@ def _write_stats_file(
     ):
         for field_id, sketch in sketches:
             add_theta_blob(
-                writer, sketch, field_id, snapshot_id=snapshot_id, sequence_number=sequence_number
+                writer, sketch, field_id, snapshot_id=snapshot_id,
+                sequence_number=sequence_number, properties=properties,
             )
     return writer.file_size, writer.footer_size, writer.blobs
 

@@ -24,16 +24,23 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["append", "check_schema", "write_data_files"]
+__all__ = ["append", "check_schema", "has_statistics", "write_data_files"]
 
 
 def append(
     table: Table,
     data: pa.Table | pa.RecordBatchReader,
     *,
+    statistics: str = "update",
     max_attempts: int = MAX_ATTEMPTS,
 ) -> Table:
     """Append ``data`` to ``table`` in one ``append`` snapshot; returns the table as committed.
+
+    With ``statistics="update"`` (the default), when the current snapshot or an ancestor has
+    a statistics file, the rows added since are sketched and unioned into it, and the new
+    snapshot gets its own statistics file (:func:`update_table_statistics`: byte for byte
+    a full computation after appends only, an upper bound flagged in each blob after a
+    delete); ``statistics="none"`` leaves statistics as they are.
 
     ``data`` is a pyarrow ``Table`` or a ``RecordBatchReader`` (streamed into files of the
     table's ``write.target-file-size-bytes``, on unpartitioned tables; pyiceberg does not
@@ -46,9 +53,12 @@ def append(
 
     if not isinstance(data, (pa.Table, pa.RecordBatchReader)):
         raise UsageError(f"data must be a pyarrow Table or RecordBatchReader, not {type(data)}")
+    if statistics not in ("update", "none"):
+        raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
+    follow = statistics == "update" and has_statistics(table)
     if table.metadata.format_version < 3:
         table.append(data)  # pyiceberg streams readers too
-        return table
+        return _follow(table, follow)
     check_schema(table, data.schema)
     files = write_data_files(table, data)
     if not files:
@@ -62,7 +72,26 @@ def append(
         requirements, updates = snapshot_updates(current, staged.snapshot)
         return v3.commit(current, requirements, updates)
 
-    return with_retries(table, attempt, max_attempts, kept=[str(f.file_path) for f in files])
+    committed = with_retries(table, attempt, max_attempts, kept=[str(f.file_path) for f in files])
+    return _follow(committed, follow)
+
+
+def has_statistics(table: Table) -> bool:
+    """Whether the current snapshot or an ancestor has a statistics file (then appends
+    keep the statistics current)."""
+    from puffin.iceberg.statistics.update import base_statistics
+
+    snapshot = table.current_snapshot()
+    return snapshot is not None and base_statistics(table, snapshot)[0] is not None
+
+
+def _follow(table: Table, follow: bool) -> Table:
+    """The new snapshot's statistics, unioned from the parent's, when it had some."""
+    if follow:
+        from puffin.iceberg.statistics.update import update_table_statistics
+
+        update_table_statistics(table, progress=False)
+    return table
 
 
 def check_schema(table: Table, schema: pa.Schema) -> None:
