@@ -82,3 +82,27 @@ def test_update_catches_up_over_several_snapshots_and_append_can_skip_it(tmp_pat
     other = local_catalog(tmp_path).load_table("db.t")
     compute_table_statistics(other, progress=False)
     assert _blobs(other, snapshot) == incremental
+
+
+def test_verify_warns_about_stale_statistics_and_the_cli_updates_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from puffin.cli import main
+    from puffin.iceberg import verify_table
+
+    table = upgrade_to_v3(create_sample_table(local_catalog(tmp_path), "db.t", rows=800))
+    compute_table_statistics(table, progress=False)
+    table = append(table, sample_batch(120, start=9000), statistics="none")
+    report = verify_table(table)
+    assert report.ok
+    (stale,) = [w for w in report.warnings if w.kind == "stale-statistics"]
+    assert "1 snapshot(s) behind" in stale.message and "120 rows" in stale.message
+    wh = ["--warehouse", str(tmp_path), "--no-progress"]
+    assert main(["table", "stats", "update", "db.t", *wh, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "table stats update"
+    assert doc["snapshot-id"] == table.current_snapshot().snapshot_id
+    fresh = local_catalog(tmp_path).load_table("db.t")
+    assert not [w for w in verify_table(fresh).warnings if w.kind == "stale-statistics"]

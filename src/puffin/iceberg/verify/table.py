@@ -48,7 +48,9 @@ __all__ = ["Problem", "VerifyReport", "verify_table"]
 class Problem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
-    kind: str  # "statistics", "partition-statistics", "deletion-vector", "table", "orphan"
+    # "statistics", "partition-statistics", "deletion-vector", "table"; warnings: "orphan",
+    # "stale-statistics"
+    kind: str
     path: str
     message: str
 
@@ -61,7 +63,8 @@ class VerifyReport:
     """What :func:`verify_table` checked and found.  ``ok`` when ``problems`` is empty.
 
     ``warnings`` are not errors of the table: Puffin files in its folders that nothing
-    references (``kind`` ``"orphan"``; see ``puffin table clean-orphans``).
+    references (``kind`` ``"orphan"``; see ``puffin table clean-orphans``) and statistics
+    behind the current snapshot (``"stale-statistics"``; ``puffin table stats update``).
     """
 
     statistics_files: int = 0
@@ -322,4 +325,35 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
         )
         for o in find_orphans(table)
     )
+    report.warnings.extend(_stale_statistics(table))
     return report
+
+
+def _stale_statistics(table: Table) -> list[Problem]:
+    """A warning when the current snapshot has no statistics while an ancestor has."""
+    from puffin.iceberg.statistics.update import base_statistics
+
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return []
+    base, since = base_statistics(table, snapshot)
+    if base is None or not since:
+        return []
+    path = next(
+        s.statistics_path for s in table.metadata.statistics if s.snapshot_id == base.snapshot_id
+    )
+    added = sum(_added_records(s) for s in since)
+    return [
+        Problem(
+            "stale-statistics",
+            path,
+            f"the current snapshot {snapshot.snapshot_id} has no statistics; the newest are "
+            f"{len(since)} snapshot(s) behind, with {added} rows added since "
+            "(`puffin table stats update` brings them up to date)",
+        )
+    ]
+
+
+def _added_records(snapshot: Snapshot) -> int:
+    summary = snapshot.summary.additional_properties if snapshot.summary else {}
+    return int(summary.get("added-records", 0) or 0)
