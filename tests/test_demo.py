@@ -61,3 +61,10 @@ def test_demo_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         rows_before = int(before.group(reader).replace(",", ""))
         rows_after = int(after.group(reader).replace(",", ""))
         assert (rows_before, rows_before - rows_after) == (40000, n)
+    # Step 5: a day of rows (a tenth) appended to the v3 table, statistics following.
+    appended = re.search(r"appended\s+pyiceberg scan ([\d,]+), DuckDB 1.4.4 ([\d,]+)", out)
+    assert appended is not None
+    for reader in (1, 2):
+        rows_after = int(after.group(reader).replace(",", ""))
+        assert int(appended.group(reader).replace(",", "")) == rows_after + 4000
+    assert "step 2's sketches unioned with the new rows'" in out

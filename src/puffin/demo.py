@@ -12,7 +12,10 @@ Run with ``python -m puffin.demo``.  It
    are printed: they differ by exactly the deleted rows,
 4. verifies the table and both files, checks the vectors against pyarrow and the sketches
    against the single-machine builder (byte for byte),
-5. prints ``puffin inspect`` of both files and a short summary.
+5. appends a day of rows to the v3 table (:func:`puffin.iceberg.append`, which pyiceberg
+   0.12 cannot do on v3) with its statistics updated incrementally, and prints the row
+   counts both readers return before and after,
+6. prints ``puffin inspect`` of both files and a short summary.
 
 It needs Java 17+ for Spark; without it, it says so in one line and exits with status 1.
 """
@@ -168,6 +171,36 @@ class _Deleted:
         return self.before.pyiceberg - n == self.after.pyiceberg and duck
 
 
+def _append(table: Any, rows: int) -> tuple[Any, int]:
+    """Step 5: a day of rows appended, statistics following; (table, problems)."""
+    from puffin.iceberg import append, read_table_statistics, sample_batch, verify_table
+    from puffin.iceberg.statistics.files import NDV_UPPER_BOUND
+
+    before = _counts(table)
+    _say(f"      before: {before}")
+    day = sample_batch(rows, start=10**9, seed=1)  # ids past the table's
+    table = append(table, day)  # statistics="update": only the new rows are sketched
+    snapshot = table.current_snapshot()
+    _say(f"      committed snapshot {snapshot.snapshot_id}: {rows:,} rows, row ids from "
+         f"{snapshot.first_row_id:,}")
+    after = _counts(table)
+    _say(f"      after:  {after}")
+    stats = read_table_statistics(table)
+    bound = any(c.blob.properties.get(NDV_UPPER_BOUND) for c in stats)
+    _say(f"      statistics for snapshot {stats.snapshot_id}: step 2's sketches unioned with "
+         f"the new rows'{' (an upper bound after the delete, flagged)' if bound else ''}")
+    problems = 0
+    duck = before.duckdb is None or after.duckdb == before.duckdb + rows
+    if after.pyiceberg != before.pyiceberg + rows or not duck:
+        _say(f"      PROBLEM: row counts do not grow by {rows}")
+        problems += 1
+    report = verify_table(table)
+    if not report.ok or stats.snapshot_id != snapshot.snapshot_id:
+        _say(f"      PROBLEM: {report.problems or 'statistics not on the new snapshot'}")
+        problems += 1
+    return table, problems
+
+
 def _create_table(warehouse: Path, rows: int, files: int) -> tuple[Any, Any]:
     """The sample table, re-created and moved to format version 3; (catalog, table)."""
     from puffin.iceberg import create_sample_table, local_catalog, upgrade_to_v3
@@ -287,13 +320,14 @@ def _summary(table: Any, stats: Any, deleted: _Deleted, exact: dict[str, int]) -
     )
     _say(f"  rows before  {deleted.before}")
     _say(f"  rows after   {deleted.after}")
+    _say(f"  appended     {_counts(table)}  (after the day's rows, step 5)")
 
 
 def run(out: Path, rows: int, files: int, master: str, condition: str) -> int:
     """The demo; returns the exit status."""
     from puffin import spark as ps
 
-    steps = 5
+    steps = 6
     try:
         java = ps.check_java() if not master.startswith("sc://") else None
     except ps.JavaNotFoundError as exc:
@@ -319,7 +353,10 @@ def run(out: Path, rows: int, files: int, master: str, condition: str) -> int:
     with _Step(4, steps, "Verifying the table, both files, the vectors and the sketches"):
         table = catalog.load_table("demo.events")
         problems, exact = _verify(table, stats, deleted, condition)
-    _say(f"[5/{steps}] Showing both files with `puffin inspect`")
+    with _Step(5, steps, "Appending a day of rows to the v3 table, statistics following"):
+        table, more = _append(table, max(1, rows // 10))
+        problems += more
+    _say(f"[6/{steps}] Showing both files with `puffin inspect`")
     for path in _files(stats, deleted):
         _say("")
         _say(f"$ puffin inspect {path}")
