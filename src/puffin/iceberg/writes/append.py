@@ -24,7 +24,13 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["append", "check_schema", "has_statistics", "write_data_files"]
+__all__ = [
+    "append",
+    "check_schema",
+    "follow_statistics",
+    "has_statistics",
+    "write_data_files",
+]
 
 
 def append(
@@ -58,7 +64,7 @@ def append(
     follow = statistics == "update" and has_statistics(table)
     if table.metadata.format_version < 3:
         table.append(data)  # pyiceberg streams readers too
-        return _follow(table, follow)
+        return follow_statistics(table, follow)
     check_schema(table, data.schema)
     files = write_data_files(table, data)
     if not files:
@@ -73,7 +79,7 @@ def append(
         return v3.commit(current, requirements, updates)
 
     committed = with_retries(table, attempt, max_attempts, kept=[str(f.file_path) for f in files])
-    return _follow(committed, follow)
+    return follow_statistics(committed, follow)
 
 
 def has_statistics(table: Table) -> bool:
@@ -85,7 +91,7 @@ def has_statistics(table: Table) -> bool:
     return snapshot is not None and base_statistics(table, snapshot)[0] is not None
 
 
-def _follow(table: Table, follow: bool) -> Table:
+def follow_statistics(table: Table, follow: bool) -> Table:
     """The new snapshot's statistics, unioned from the parent's, when it had some."""
     if follow:
         from puffin.iceberg.statistics.update import update_table_statistics

@@ -35,18 +35,28 @@ def overwrite(
     data: pa.Table | pa.RecordBatchReader,
     where: BooleanExpression | str,
     *,
+    statistics: str = "update",
     max_attempts: int = MAX_ATTEMPTS,
 ) -> Table:
     """Delete the rows matching ``where`` and append ``data``, in one ``overwrite`` snapshot.
 
     ``where`` is bound strictly, as :func:`puffin.iceberg.delete_rows` binds it; ``data``
-    as :func:`puffin.iceberg.append` takes it.  Returns the table as committed.
+    and ``statistics`` as :func:`puffin.iceberg.append` takes them (statistics carried
+    over an overwrite are an upper bound, and say so).  Returns the table as committed.
     """
-    from puffin.iceberg.writes.append import check_schema, write_data_files
+    from puffin.iceberg.writes.append import (
+        check_schema,
+        follow_statistics,
+        has_statistics,
+        write_data_files,
+    )
 
+    if statistics not in ("update", "none"):
+        raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
+    follow = statistics == "update" and has_statistics(table)
     if table.metadata.format_version < 3:
         table.overwrite(data, overwrite_filter=where)  # pyiceberg: copy-on-write
-        return table
+        return follow_statistics(table, follow)
     bound = bind_where(table, where)
     check_schema(table, data.schema)
     files = write_data_files(table, data)
@@ -67,7 +77,8 @@ def overwrite(
         return _commit(current, written, dv_files, superseded, files, "overwrite")
 
     kept = [str(f.file_path) for f in files]
-    return with_retries(table, attempt, max_attempts, kept=kept)
+    committed = with_retries(table, attempt, max_attempts, kept=kept)
+    return follow_statistics(committed, follow)
 
 
 def add_files(
