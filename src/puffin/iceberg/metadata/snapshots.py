@@ -86,7 +86,9 @@ def snapshot_summary(
         if dvs:
             props[f"{side}-dvs"] = str(dvs)
     previous = dict(parent.summary.additional_properties) if parent and parent.summary else None
-    summary = update_snapshot_summaries(Summary(Operation(operation), **props), previous)
+    # pyiceberg totals appends, overwrites and deletes; a replace changes totals as a delete.
+    kind = Operation.DELETE if operation == "replace" else Operation(operation)
+    summary = update_snapshot_summaries(Summary(kind, **props), previous)
     return dict(summary.additional_properties)
 
 
