@@ -157,7 +157,9 @@ class ColumnSketch:
         """Mark the dictionary entries the rows use; hash them when the dictionary changes.
 
         Hashing the used entries is exact: they are the values of the non-null rows.  The
-        dictionary is held until flushed, so its buffer addresses identify it.
+        dictionary is held until flushed, so its buffer addresses identify it; pyarrow's
+        Parquet reader gives each batch its own copy of a column chunk's dictionary, which
+        :meth:`_holds` recognises by content, so the chunk's entries are hashed once.
         """
         import pyarrow.compute as pc
 
@@ -167,7 +169,7 @@ class ColumnSketch:
             dictionary.offset,
             len(dictionary),
         )
-        if key != self._dictionary_key:
+        if key != self._dictionary_key and not self._holds(dictionary):
             self._flush_dictionary()
             self._dictionary, self._dictionary_key = dictionary, key
             self._used = np.zeros(len(dictionary), dtype=np.bool_)
@@ -176,6 +178,12 @@ class ColumnSketch:
             indices = pc.drop_null(indices)
         if len(indices):
             self._used[numeric_values(indices)] = True
+
+    def _holds(self, dictionary: pa.Array) -> bool:
+        """Whether the held dictionary has exactly ``dictionary``'s entries (a comparison of
+        their bytes, far cheaper than hashing them again)."""
+        held = self._dictionary
+        return held is not None and len(held) == len(dictionary) and held.equals(dictionary)
 
     def _flush_dictionary(self) -> None:
         dictionary, used = self._dictionary, self._used

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 __all__ = ["to_iceberg_arrow"]
 
 
-
 def to_iceberg_arrow(
     array: Any, iceberg_type: IcebergType, *, distinct_ok: bool = False
 ) -> pa.Array:
@@ -29,20 +28,24 @@ def to_iceberg_arrow(
     ``double``, wider decimals) and timestamp units.  String and binary keep their offset
     width; the sketch reads both.
 
-    With ``distinct_ok`` a dictionary-encoded array becomes just the dictionary values its
-    rows use (each once): enough for a distinct-count sketch, and far less to hash.
+    With ``distinct_ok`` a dictionary-encoded array stays one, its dictionary made to hold
+    the Iceberg type's values: enough for a distinct-count sketch, whose engine hashes each
+    entry the rows use once (:class:`puffin.ndv.engine.ColumnSketch`), far less than every row.
     """
     import pyarrow as pa
 
     if isinstance(array, pa.ChunkedArray):
-        if distinct_ok and pa.types.is_dictionary(array.type) and array.num_chunks > 1:
-            parts = [to_iceberg_arrow(c, iceberg_type, distinct_ok=True) for c in array.chunks]
-            return pa.concat_arrays(parts)
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage
     if pa.types.is_dictionary(array.type):
-        array = _used_dictionary_values(array) if distinct_ok else array.dictionary_decode()
+        if distinct_ok:
+            dictionary = array.dictionary
+            values = to_iceberg_arrow(dictionary, iceberg_type)
+            if values is dictionary:
+                return array
+            return pa.DictionaryArray.from_arrays(array.indices, values)
+        array = array.dictionary_decode()
     target = arrow_type_for(iceberg_type)
     have = array.type
     if have == target:
@@ -59,17 +62,3 @@ def to_iceberg_arrow(
         # Older writers (INT96, millisecond files) store other units; truncate like Java.
         return array.cast(target, safe=False)
     return array.cast(target)
-
-
-def _used_dictionary_values(array: pa.DictionaryArray) -> pa.Array:
-    """The dictionary entries that the array's non-null rows point at, each once."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    indices = array.indices
-    if array.null_count:
-        indices = pc.drop_null(indices)
-    if len(indices) == 0:
-        return array.dictionary.slice(0, 0)
-    counts = np.bincount(indices.to_numpy(zero_copy_only=False), minlength=len(array.dictionary))
-    return array.dictionary.take(np.flatnonzero(counts))
