@@ -7,7 +7,10 @@ catalog, 8 Parquet data files.  Side by side in one run, medians of several runs
   the 4 columns by field id, sketch them, write the Puffin file);
 * the pyarrow-only exact answer: read the same 4 columns of the same files with
   ``pyarrow.parquet`` and ``pyarrow.compute.count_distinct`` each column, and the
-  ``count_distinct`` part alone (data already in memory).
+  ``count_distinct`` part alone (data already in memory);
+* ``puffin table stats compute --no-commit`` in a fresh process (start-up, imports and
+  loading the table count): its wall time and peak RSS (the child's own ``VmHWM``: this
+  process, which wrote the table, is large, and a child's ``ru_maxrss`` can start from it).
 
 Run: ``.venv/bin/python bench/bench_iceberg.py [--rows 10000000] [--files 8] [--runs 3]``
 """
@@ -15,7 +18,10 @@ Run: ``.venv/bin/python bench/bench_iceberg.py [--rows 10000000] [--files 8] [--
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -71,6 +77,32 @@ def interleaved(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, tuple
     return {name: (statistics.median(times[name]), results[name]) for name in fns}
 
 
+_CLI_CHILD = """
+import contextlib, io, json, sys
+from puffin.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"code": code, "peak_kib": peak}))
+"""
+
+
+def cli_runs(folder: Path, runs: int) -> tuple[float, list[float]]:
+    """Median wall seconds and each run's peak RSS (MiB) of the statistics CLI, fresh each."""
+    argv = [sys.executable, "-c", _CLI_CHILD, "table", "stats", "compute"]
+    argv += ["--warehouse", str(folder), "bench.stats4", "--no-commit", "--no-progress"]
+    times, peaks = [], []
+    for _ in range(runs + 1):  # the first is a warm-up (page cache)
+        start = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+        times.append(time.perf_counter() - start)
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["code"] == 0, proc.stderr
+        peaks.append(result["peak_kib"] / 1024)
+    return statistics.median(times[1:]), peaks[1:]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -114,6 +146,8 @@ def main() -> int:
         t_ours, ndv = timings["ours"]
         t_read_exact, counts = timings["read_exact"]
         t_exact, _ = timings["exact"]
+        load = os.getloadavg()[0]
+        t_cli, peaks = cli_runs(Path(tmp), args.runs)
 
     rows = args.rows
     print(f"\nmedian of {args.runs} interleaved runs, {rows:,} rows, columns {', '.join(COLUMNS)}")
@@ -129,6 +163,12 @@ def main() -> int:
     for name, kind in COLUMNS.items():
         err = (ndv[name] - counts[name]) / counts[name] * 100
         print(f"{name:12}{kind:8}{ndv[name]:>14,}{counts[name]:>12,}{err:>8.2f}%")
+    print(
+        f"\npuffin table stats compute --no-commit, fresh process, {args.runs} runs "
+        f"(load average {load:.1f} before, {os.getloadavg()[0]:.1f} after): median "
+        f"{t_cli:.2f} s; peak RSS median {statistics.median(peaks):.0f} MiB, "
+        f"{min(peaks):.0f}-{max(peaks):.0f} MiB"
+    )
     return 0
 
 

@@ -112,7 +112,7 @@ class ColumnChunks:
     buffer (and any page longer than it) from Arrow's C++ default pool, mimalloc, which
     keeps freed pages resident for a second, in transparent huge pages where the kernel
     allows them; the one-piece read comes from the file's pool, pyarrow's current default.
-    Measured on the 10 M-row benchmark table (two threads): 15 MiB less peak RSS.
+    Measured on the 10 M-row benchmark tables (two threads): 5-15 MiB less peak RSS.
     """
 
     def __init__(
