@@ -71,10 +71,10 @@ def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
     otherwise fsspec's own, configured as fsspec is (``FSSPEC_S3_ENDPOINT_URL``, …), with
     the timeouts above.
     """
-    scheme = urlparse(url).scheme.lower()
+    parsed = urlparse(url)
     if io is not None:
-        parsed = urlparse(url)
         return io.get_fs(parsed.scheme, parsed.netloc), url
+    scheme = parsed.scheme.lower()
     package = _PACKAGES.get(scheme, f"the fsspec filesystem for {scheme}://")
     try:
         import fsspec.core

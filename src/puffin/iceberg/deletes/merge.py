@@ -26,7 +26,14 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["MergedDeletes", "Positions", "live_rows", "merge_deletes", "union_with_live"]
+__all__ = [
+    "MergedDeletes",
+    "Positions",
+    "live_positions",
+    "live_rows",
+    "merge_deletes",
+    "union_with_live",
+]
 
 #: Deleted row positions per data file path, sorted and unique.
 Positions = dict[str, "npt.NDArray[np.int64]"]
@@ -42,17 +49,26 @@ class MergedDeletes:
     newly_deleted: int
 
 
-def union_with_live(
-    index: DeleteIndex, planned: PlannedFile, positions: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    """``positions`` with every position the file's live delete files delete (a stray
-    position past the file's end, which deletes nothing, is left out)."""
+def live_positions(index: DeleteIndex, planned: PlannedFile) -> npt.NDArray[np.int64]:
+    """The positions of the file its live delete files delete, sorted (a stray position
+    past the file's end, which deletes nothing, is left out)."""
     import numpy as np
 
     live = index.positions(planned.path, planned.delete_files)
-    if live is None or not len(live):
+    if live is None:
+        return np.empty(0, dtype=np.int64)
+    return live[live < planned.record_count]
+
+
+def union_with_live(
+    index: DeleteIndex, planned: PlannedFile, positions: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """``positions`` with every position the file's live delete files delete."""
+    import numpy as np
+
+    live = live_positions(index, planned)
+    if not len(live):
         return np.asarray(positions, dtype=np.int64)
-    live = live[live < planned.record_count]
     return np.union1d(live, positions).astype(np.int64, copy=False)
 
 
@@ -64,6 +80,7 @@ def merge_deletes(
     *,
     read_live: bool = True,
     replace_position_deletes: bool = False,
+    index: DeleteIndex | None = None,
 ) -> MergedDeletes:
     """Merge ``new`` deleted positions (``{data file path: positions}``) with the snapshot's.
 
@@ -71,8 +88,9 @@ def merge_deletes(
     positions, and its live DV is superseded.  Without ``read_live``, ``new`` is taken as
     complete (Spark read the delete files already).  With ``replace_position_deletes`` (the
     upgrade to v3) every Parquet position-delete file of the snapshot is superseded, and
-    every data file they delete rows of gets a vector.  ``ValueError`` for a data file that
-    is not live or a position past its end.
+    every data file they delete rows of gets a vector.  ``index`` lends delete files
+    already loaded.  ``ValueError`` for a data file that is not live or a position past
+    its end.
     """
     import numpy as np
     from pyiceberg.manifest import FileFormat
@@ -87,13 +105,17 @@ def merge_deletes(
             superseded.update((str(d.file_path), None) for d in parquet)
             if parquet and read_live:
                 candidates.setdefault(p.path, np.empty(0, dtype=np.int64))
-    index = DeleteIndex(table.io)
+    index = index if index is not None else DeleteIndex(table.io)
     merged: Positions = {}
     newly = 0
     for path, positions in candidates.items():
-        found = np.unique(np.asarray(positions, dtype=np.int64))
-        union = union_with_live(index, by_path[path], found) if read_live else found
-        added = len(union) - (_live_count(index, by_path[path]) if read_live else 0)
+        union = np.unique(np.asarray(positions, dtype=np.int64))
+        added = len(union)
+        if read_live:
+            live = live_positions(index, by_path[path])
+            if len(live):
+                union = np.union1d(live, union).astype(np.int64, copy=False)
+            added = len(union) - len(live)
         if added or (replace_position_deletes and len(union)):
             merged[path] = union
             newly += added
@@ -105,13 +127,6 @@ def merge_deletes(
     return MergedDeletes(merged, frozenset(superseded), newly)
 
 
-def _live_count(index: DeleteIndex, planned: PlannedFile) -> int:
-    """How many rows of the file its live delete files delete (cached by the index)."""
-    live = index.positions(planned.path, planned.delete_files)
-    return 0 if live is None else int((live < planned.record_count).sum())
-
-
-def live_rows(table: Table, planned: Sequence[PlannedFile]) -> int:
+def live_rows(index: DeleteIndex, planned: Sequence[PlannedFile]) -> int:
     """How many rows of the planned data files no delete file deletes."""
-    index = DeleteIndex(table.io)
-    return sum(p.record_count - _live_count(index, p) for p in planned)
+    return sum(p.record_count - len(live_positions(index, p)) for p in planned)

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import UnsupportedTableError, UsageError
 from puffin.iceberg.deletes.merge import Positions, live_rows, merge_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
-from puffin.iceberg.metadata import snapshots, v3
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, snapshot_updates, with_retries
-from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, matching_positions
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.plan import DeleteIndex, plan_files
+from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -92,12 +92,7 @@ def delete_rows(
     bound = bind_where(table, where)
 
     def matching(t: Table, planned: Sequence[PlannedFile]) -> Positions:
-        out: Positions = {}
-        for p in planned:
-            found = matching_positions(t, p, bound)
-            if len(found):
-                out[p.path] = found
-        return out
+        return matching_by_file(t, planned, bound)
 
     return _commit_loop(table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows)
 
@@ -145,10 +140,12 @@ def _commit_loop(
         if snapshot is None:
             return DeleteResult(0, (), None, table, number)
         planned = plan_files(table, snapshot)
-        merged = merge_deletes(table, snapshot, planned, positions_for(table, planned))
+        index = DeleteIndex(table.io)  # each delete file loaded once for the attempt
+        new = positions_for(table, planned)
+        merged = merge_deletes(table, snapshot, planned, new, index=index)
         if not merged.positions:
             return DeleteResult(0, (), None, table, number)
-        if not allow_all_rows and merged.newly_deleted >= live_rows(table, planned):
+        if not allow_all_rows and merged.newly_deleted >= live_rows(index, planned):
             raise UsageError(
                 f"the condition matches every live row of the table ({merged.newly_deleted}): "
                 "nothing was deleted; to empty the table, say so (allow_all_rows=True, or "
@@ -156,11 +153,10 @@ def _commit_loop(
             )
         entries, files = write_vectors(table, planned, merged.positions)
         written.append(str(entries[0].path))
-        staged = snapshots.write_delete_snapshot(table, files, set(merged.superseded))
-        written.extend(staged.written)
-        requirements, updates = snapshot_updates(table, staged.snapshot)
-        committed = v3.commit(table, requirements, updates)
-        snapshot_id = staged.snapshot.snapshot_id
+        committed, new_snapshot = commit_snapshot(
+            table, written, deletes=files, superseded=merged.superseded
+        )
+        snapshot_id = new_snapshot.snapshot_id
         return DeleteResult(merged.newly_deleted, tuple(entries), snapshot_id, committed, number)
 
     return with_retries(table, attempt, max_attempts)

@@ -13,13 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
-from puffin.iceberg.metadata import snapshots, v3
-from puffin.iceberg.metadata.commits import (
-    MAX_ATTEMPTS,
-    main_branch_requirements,
-    snapshot_updates,
-    with_retries,
-)
+from puffin.iceberg.metadata import v3
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, main_branch_requirements, with_retries
+from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
 
 if TYPE_CHECKING:
@@ -56,28 +52,31 @@ def upgrade_to_v3(
         upgrade = UpgradeFormatVersionUpdate.model_validate({"format-version": 3})
         planned = plan_files(table, snapshot) if snapshot is not None else []
         given = positions if number == 1 else None
-        merged = None
-        if snapshot is not None:
-            merged = merge_deletes(
-                table,
-                snapshot,
-                planned,
-                _as_arrays(given) if given is not None else {},
-                read_live=given is None,
-                replace_position_deletes=True,
-            )
-        if snapshot is None or merged is None or not merged.superseded:
+        if snapshot is None:
+            return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])
+        merged = merge_deletes(
+            table,
+            snapshot,
+            planned,
+            _as_arrays(given) if given is not None else {},
+            read_live=given is None,
+            replace_position_deletes=True,
+        )
+        if not merged.superseded:
             return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])
         entries, files = ([], []) if not merged.positions else write_vectors(
             table, planned, merged.positions
         )
         written.extend(str(e.path) for e in entries[:1])
-        staged = snapshots.write_delete_snapshot(
-            table, files, set(merged.superseded), operation="replace"
+        committed, _ = commit_snapshot(
+            table,
+            written,
+            deletes=files,
+            superseded=merged.superseded,
+            operation="replace",
+            first_updates=[upgrade],
         )
-        written.extend(staged.written)
-        requirements, more = snapshot_updates(table, staged.snapshot)
-        return v3.commit(table, requirements, [upgrade, *more])
+        return committed
 
     return with_retries(table, attempt, max_attempts)
 

@@ -10,10 +10,12 @@ data manifests their ``first_row_id``.  Nothing is committed here.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from puffin.iceberg.metadata import v3
+from puffin.iceberg.metadata.commits import snapshot_updates
 from puffin.iceberg.metadata.manifests import (
     CONTENT_SIZE,
     DeleteFileKey,
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["DeleteSnapshot", "snapshot_summary", "write_delete_snapshot"]
+__all__ = ["DeleteSnapshot", "commit_snapshot", "snapshot_summary", "write_delete_snapshot"]
 
 
 def snapshot_summary(
@@ -224,6 +226,28 @@ def write_delete_snapshot(
         }
     )
     return DeleteSnapshot(snapshot, tuple(written))
+
+
+def commit_snapshot(
+    table: Table,
+    written: list[str],
+    *,
+    deletes: Sequence[DataFile] = (),
+    superseded: Set[DeleteFileKey] = frozenset(),
+    added_data: Sequence[DataFile] = (),
+    operation: str = "delete",
+    first_updates: Sequence[Any] = (),
+) -> tuple[Table, Snapshot]:
+    """Write a snapshot (:func:`write_delete_snapshot`) and commit it as ``main``; the
+    table as committed and the snapshot.  The files written go into ``written`` as they are
+    written (the commit loop removes them if the commit fails); ``first_updates`` go before
+    the snapshot's (an upgrade, a property)."""
+    staged = write_delete_snapshot(
+        table, deletes, set(superseded), operation=operation, added_data=added_data
+    )
+    written.extend(staged.written)
+    requirements, updates = snapshot_updates(table, staged.snapshot)
+    return v3.commit(table, requirements, [*first_updates, *updates]), staged.snapshot
 
 
 def _data_manifest(

@@ -7,6 +7,7 @@ row-filter syntax, and its mistakes (syntax, unknown column) are the caller's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import ColumnNotFoundError, UnsupportedTableError, UsageError
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["bind_where", "matching_positions"]
+__all__ = ["bind_where", "matching_by_file", "matching_positions"]
 
 
 def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpression:
@@ -151,6 +152,19 @@ def _parse(where: str) -> Any:
             "is comparisons (=, !=, <, <=, >, >=), in (...), is null, is nan, like, between, "
             "combined with and, or, not (no arithmetic)"
         ) from None
+
+
+def matching_by_file(
+    table: Table, planned: Sequence[PlannedFile], bound: BooleanExpression
+) -> dict[str, npt.NDArray[np.int64]]:
+    """``{data file path: positions}`` that ``bound`` matches, files without a match left
+    out (what a delete or an overwrite deletes, before merging with the live deletes)."""
+    out = {}
+    for p in planned:
+        found = matching_positions(table, p, bound)
+        if len(found):
+            out[p.path] = found
+    return out
 
 
 def matching_positions(

@@ -16,8 +16,8 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
-from puffin.iceberg.metadata import snapshots, v3
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, snapshot_updates, with_retries
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.snapshots import commit_snapshot
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -71,12 +71,7 @@ def append(
         return table
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
-        staged = snapshots.write_delete_snapshot(
-            current, [], set(), operation="append", added_data=files
-        )
-        written.extend(staged.written)
-        requirements, updates = snapshot_updates(current, staged.snapshot)
-        return v3.commit(current, requirements, updates)
+        return commit_snapshot(current, written, added_data=files, operation="append")[0]
 
     committed = with_retries(table, attempt, max_attempts, kept=[str(f.file_path) for f in files])
     return follow_statistics(committed, follow)

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import UsageError
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
-from puffin.iceberg.metadata import snapshots, v3
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, snapshot_updates, with_retries
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, matching_positions
+from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -64,17 +64,24 @@ def overwrite(
     def attempt(current: Table, number: int, written: list[str]) -> Table:
         snapshot = current.current_snapshot()
         planned = plan_files(current, snapshot) if snapshot is not None else []
-        found = {p.path: matching_positions(current, p, bound) for p in planned}
-        new = {path: positions for path, positions in found.items() if len(positions)}
+        new = matching_by_file(current, planned, bound)
         dv_files: list[DataFile] = []
-        superseded: set[Any] = set()
+        superseded: frozenset[Any] = frozenset()
         if snapshot is not None and new:
             merged = merge_deletes(current, snapshot, planned, new)
             if merged.positions:
                 entries, dv_files = write_vectors(current, planned, merged.positions)
                 written.append(str(entries[0].path))
-                superseded = set(merged.superseded)
-        return _commit(current, written, dv_files, superseded, files, "overwrite")
+                superseded = merged.superseded
+        committed, _ = commit_snapshot(
+            current,
+            written,
+            deletes=dv_files,
+            superseded=superseded,
+            added_data=files,
+            operation="overwrite",
+        )
+        return committed
 
     kept = [str(f.file_path) for f in files]
     committed = with_retries(table, attempt, max_attempts, kept=kept)
@@ -107,32 +114,22 @@ def add_files(
         if again:
             raise UsageError(f"files already in the table: {', '.join(again[:5])}")
         files = list(parquet_files_to_data_files(current.io, current.metadata, iter(paths)))
-        return _commit(current, written, [], set(), files, "append", name_mapping=True)
+        committed, _ = commit_snapshot(
+            current, written, added_data=files, operation="append",
+            first_updates=_name_mapping(current),
+        )
+        return committed
 
     return with_retries(table, attempt, max_attempts)
 
 
-def _commit(
-    table: Table,
-    written: list[str],
-    deletes: Sequence[DataFile],
-    superseded: set[Any],
-    data: Sequence[DataFile],
-    operation: str,
-    *,
-    name_mapping: bool = False,
-) -> Table:
-    """One snapshot with ``data`` added and ``deletes`` (DVs) replacing ``superseded``."""
+def _name_mapping(table: Table) -> list[Any]:
+    """The update that sets the table's name mapping, when it has none (files without field
+    ids are read by name through it), as pyiceberg's ``add_files`` sets it."""
     from pyiceberg.table import TableProperties
     from pyiceberg.table.update import SetPropertiesUpdate
 
-    staged = snapshots.write_delete_snapshot(
-        table, deletes, superseded, operation=operation, added_data=data
-    )
-    written.extend(staged.written)
-    requirements, updates = snapshot_updates(table, staged.snapshot)
-    if name_mapping and table.metadata.name_mapping() is None:
-        mapping = table.schema().name_mapping.model_dump_json()
-        prop = {TableProperties.DEFAULT_NAME_MAPPING: mapping}
-        updates.insert(0, SetPropertiesUpdate(updates=prop))
-    return v3.commit(table, requirements, updates)
+    if table.metadata.name_mapping() is not None:
+        return []
+    mapping = table.schema().name_mapping.model_dump_json()
+    return [SetPropertiesUpdate(updates={TableProperties.DEFAULT_NAME_MAPPING: mapping})]
