@@ -12,6 +12,10 @@ SAIL_VENV    := .venv-sail
 SAIL_PINS    := pysail==0.7.2 pyspark-client==4.2.0
 DUCK15_VENV  := .venv-duckdb15
 DUCK15_PINS  := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 pyarrow==26.0.1
+# Iceberg Java 1.10.2 on Spark 3.5 (pyspark 4 is in .venv); tools/java_peer_setup.py adds the
+# relocated Jackson and the SQLite JDBC driver in .venv-java/jars.
+JAVA_VENV    := .venv-java
+JAVA_PINS    := pyspark==3.5.9 snowpark-connect-deps-iceberg==1.0.3 pyarrow==26.0.1
 
 .PHONY: venv peers test demo lint fuzz bench clean FORCE
 
@@ -23,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-peers: $(SAIL_VENV)/.installed-stamp $(DUCK15_VENV)/.installed-stamp
+peers: $(SAIL_VENV)/.installed-stamp $(DUCK15_VENV)/.installed-stamp $(JAVA_VENV)/jars/.stamp
 
 # $(1): venv folder, $(2): pins. The .pins file changes only when the pins do.
 define side_venv
@@ -40,11 +44,17 @@ $(1)/.installed-stamp: $(1)/.pins
 endef
 $(eval $(call side_venv,$(SAIL_VENV),$(SAIL_PINS)))
 $(eval $(call side_venv,$(DUCK15_VENV),$(DUCK15_PINS)))
+$(eval $(call side_venv,$(JAVA_VENV),$(JAVA_PINS)))
+
+$(JAVA_VENV)/jars/.stamp: $(JAVA_VENV)/.installed-stamp tools/java_peer_setup.py tools/relocate_jar.py
+	$(PYTHON) tools/java_peer_setup.py $(JAVA_VENV)
+	touch $@
 
 # PUFFIN_REQUIRE_PEERS: a peer venv missing under `make test` fails instead of skipping.
 test: $(STAMP) peers
 	PUFFIN_REQUIRE_PEERS=1 PUFFIN_DUCKDB15_PYTHON=$(DUCK15_VENV)/bin/python \
-	PUFFIN_SAIL_PYTHON=$(SAIL_VENV)/bin/python $(PY) -m pytest -q
+	PUFFIN_SAIL_PYTHON=$(SAIL_VENV)/bin/python PUFFIN_JAVA_PYTHON=$(JAVA_VENV)/bin/python \
+	$(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench fuzz tools
@@ -62,4 +72,4 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(SAIL_VENV) $(DUCK15_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAIL_VENV) $(DUCK15_VENV) $(JAVA_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,141 @@
+"""Iceberg Java 1.10.2 on Spark 3.5 local[2] (inside ``.venv-java``), serving one test module.
+
+Usage: python _java_server.py JARS_DIR. Starts one Spark session with every jar in
+JARS_DIR and Iceberg's SQL extensions, prints ``ready``, then answers JSON-line requests
+on stdin until end of file, one JSON line each on stdout:
+
+``{"op": "sql", "sql": ..., "warehouse": DIR|null, "out": PATH|null}``
+    run a statement; with ``warehouse``, in a session whose catalog ``default`` is Java's
+    ``JdbcCatalog`` on ``DIR/catalog.db`` (the catalog pyiceberg's ``SqlCatalog`` calls
+    ``default``); with ``out``, the result's rows go to PATH as an Arrow IPC file.
+``{"op": "read", "metadata": PATH, "columns": [...]|null, "out": PATH}``
+    every row of the table at a metadata.json (``columns`` may name ``_row_id`` and
+    ``_last_updated_sequence_number``).
+``{"op": "call", "class": ..., "method": ..., "args": [...]}``
+    a static Java method on string arguments, its ``toString()`` returned.
+
+The answer is ``{"ok": true, "rows": n}`` or ``{"ok": false, "error": ...}``. Spark's own
+output goes to stderr: file descriptor 1 is redirected before the JVM starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_PROTOCOL = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+
+def _session(jars: Path) -> Any:
+    from pyspark.sql import SparkSession
+
+    listed = ",".join(str(p) for p in sorted(jars.glob("*.jar")))
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("puffin-java-peer")
+        .config("spark.jars", listed)
+        .config("spark.sql.extensions",
+                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class Server:
+    """One Spark session, and a fresh child session per catalog request (see :meth:`session`)."""
+
+    def __init__(self, jars: Path) -> None:
+        self.spark = _session(jars)
+        self.current: Any = None
+
+    def session(self, warehouse: str | None) -> Any:
+        """The root session, or a new one whose catalog ``default`` is a new ``JdbcCatalog``.
+
+        Never one reused: Iceberg 1.10.2's ``JdbcCatalog`` leaves a ``getTables`` result set
+        open on a pooled connection, which holds an SQLite read transaction for good, so
+        that catalog never sees a commit made after it started (docs/interop.md). The
+        previous catalog is closed first, with its connections.
+        """
+        if warehouse is None:
+            return self.spark
+        if self.current is not None:
+            manager = self.current._jsparkSession.sessionState().catalogManager()
+            if manager.isCatalogRegistered("default"):
+                manager.catalog("default").icebergCatalog().close()
+        session = self.spark.newSession()
+        prefix = "spark.sql.catalog.default"
+        for key, value in {
+            "": "org.apache.iceberg.spark.SparkCatalog",
+            ".catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+            ".uri": f"jdbc:sqlite:{warehouse}/catalog.db",
+            ".jdbc.schema-version": "V1",
+            ".warehouse": f"file://{warehouse}",
+            ".cache-enabled": "false",
+        }.items():
+            session.conf.set(prefix + key, value)
+        self.current = session
+        return session
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request["op"]
+        if op == "sql":
+            frame = self.session(request.get("warehouse")).sql(request["sql"])
+            return _save(frame, request.get("out"))
+        if op == "read":
+            frame = self.spark.read.format("iceberg").load(request["metadata"])
+            if request.get("columns"):
+                frame = frame.select(*request["columns"])
+            return _save(frame, request["out"])
+        if op == "call":
+            target: Any = self.spark._jvm
+            for part in request["class"].split("."):
+                target = getattr(target, part)
+            return {"ok": True, "value": str(getattr(target, request["method"])(*request["args"]))}
+        raise ValueError(f"unknown op {op!r}")
+
+
+def _save(frame: Any, out: str | None) -> dict[str, Any]:
+    if out is None:
+        return {"ok": True, "rows": len(frame.collect())}
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    batches = frame._collect_as_arrow()
+    table = pa.Table.from_batches(batches) if batches else _empty(frame)
+    with ipc.new_file(out, table.schema) as writer:
+        writer.write_table(table)
+    return {"ok": True, "rows": table.num_rows}
+
+
+def _empty(frame: Any) -> Any:
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return pa.Table.from_pylist([], schema=to_arrow_schema(frame.schema))
+
+
+def main(jars: str) -> None:
+    server = Server(Path(jars))
+    print("ready", file=_PROTOCOL, flush=True)
+    for line in sys.stdin:
+        try:
+            answer = server.handle(json.loads(line))
+        except Exception as exc:  # the peer's own complaint goes back to the test
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[-4000:]}
+        print(json.dumps(answer), file=_PROTOCOL, flush=True)
+    server.spark.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
