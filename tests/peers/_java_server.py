@@ -132,7 +132,7 @@ def main(jars: str) -> None:
         try:
             answer = server.handle(json.loads(line))
         except Exception as exc:  # the peer's own complaint goes back to the test
-            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[-4000:]}
+            answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:3000]}
         print(json.dumps(answer), file=_PROTOCOL, flush=True)
     server.spark.stop()
 
