@@ -12,7 +12,11 @@ TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
 
 # The conformance adapters find side venvs only through these variables (an installed
 # package knows no checkout); `make test` sets them, a bare pytest run gets the same here.
-_SIDE_VENVS = (("PUFFIN_DUCKDB15_PYTHON", ".venv-duckdb15"), ("PUFFIN_SAIL_PYTHON", ".venv-sail"))
+_SIDE_VENVS = (
+    ("PUFFIN_DUCKDB15_PYTHON", ".venv-duckdb15"),
+    ("PUFFIN_SAIL_PYTHON", ".venv-sail"),
+    ("PUFFIN_JAVA_PYTHON", ".venv-java"),
+)
 for _variable, _venv in _SIDE_VENVS:
     _python = TESTDATA.parent / _venv / "bin" / "python"
     if _python.is_file():

@@ -150,6 +150,49 @@ KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
         ),
     ],
     "sail": [],
+    "iceberg-java": [
+        (
+            ("container/*lz4*", "container/mixed-codecs-*"),
+            "Iceberg Java 1.10.2 implements only zstd of the spec's codecs: an LZ4 blob or an "
+            "LZ4-compressed footer is UnsupportedOperationException: Unsupported codec: LZ4",
+        ),
+        (
+            ("container/invalid-leading-magic",),
+            "PuffinReader checks the two footer magics only, never the file's leading magic",
+        ),
+        (
+            ("container/invalid-offset-in-magic", "container/invalid-offset-past-footer"),
+            "PuffinReader reads a blob from any offset and length inside the file: a range "
+            "overlapping the leading magic or the footer is not checked",
+        ),
+        (
+            (
+                "container/invalid-footer-bad-utf8",
+                "container/invalid-footer-trailing-data",
+                "container/invalid-footer-duplicate-key",
+            ),
+            "the footer JSON is decoded leniently: invalid UTF-8 becomes U+FFFD "
+            "(StandardCharsets.UTF_8.decode), Jackson stops after the first JSON value, and a "
+            "duplicate key keeps its last value",
+        ),
+        (
+            ("deletion-vector/*-max-key",),
+            "RoaringPositionBitmap keeps a bitmap for every key below the largest: key "
+            "0x7FFFFFFE is 2^31 objects (OutOfMemoryError with -Xmx1g)",
+        ),
+        (("deletion-vector/*-invalid-trailing-bytes",), _TRAILING),
+        (
+            (
+                "deletion-vector/invalid-footer-snapshot-id",
+                "deletion-vector/invalid-footer-sequence-number",
+                "deletion-vector/invalid-footer-*referenced-data-file",
+                "deletion-vector/invalid-footer-same-data-file-twice",
+            ),
+            "Java reads a DV through its manifest entry (offset, length, record count) and "
+            "checks none of the spec's DV footer rules: snapshot-id and sequence-number -1, "
+            "referenced-data-file present and non-empty, one DV per data file",
+        ),
+    ],
 }
 
 

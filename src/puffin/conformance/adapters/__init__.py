@@ -13,6 +13,8 @@ name                      implementation and operations
 ``duckdb``                DuckDB 1.4's ``iceberg_scan``: table scans
 ``duckdb-1.5.5``          DuckDB 1.5 in the side venv ``.venv-duckdb15``: table scans
 ``sail``                  Sail in the side venv ``.venv-sail``: table scans
+``iceberg-java``          Iceberg Java 1.10.2 in the side venv ``.venv-java``: its Puffin
+                          reader and writer and its DV reader and writer
 ========================  ===========================================================
 
 ``puffin`` and ``pyiceberg`` scan tables too (the ``table`` tier).
@@ -66,6 +68,12 @@ def _java() -> Adapter:
     return java_adapter()
 
 
+def _iceberg_java() -> Adapter:
+    from puffin.conformance.adapters._java import iceberg_java_adapter
+
+    return iceberg_java_adapter()
+
+
 def _in_side_venv(name: str) -> Callable[[], Adapter]:
     def make() -> Adapter:
         import puffin.conformance.adapters._side as side
@@ -94,6 +102,7 @@ ADAPTERS: dict[str, Callable[[], Adapter]] = {
     "java": _java,
     "duckdb-1.5.5": _in_side_venv("duckdb15"),
     "sail": _in_side_venv("sail"),
+    "iceberg-java": _iceberg_java,
 }
 #: The same peers in this process, for the ``_stdio`` server.
 LOCAL_ADAPTERS: dict[str, Callable[[], Adapter]] = {name: _local(name) for name in _CLASSES}
