@@ -36,6 +36,7 @@ from peers import (
     read_sail,
     static_table,
 )
+from peers.iceberg_java import JavaPeer
 from puffin.iceberg import create_sample_table, deletion_vector_refs, read_table_deletion_vectors
 
 ROWS = 6000
@@ -113,6 +114,13 @@ def sail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SailServer]:
 
 
 @pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaPeer]:
+    """One Iceberg Java 1.10.2 session for the module; stopped when the module ends."""
+    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module")
 def tables(
     catalog: Catalog,
     base: Table,
@@ -145,7 +153,7 @@ def sail_deleted(sail: SailServer, tables: dict[str, PeerTable]) -> PeerTable:
 
 Reader = Callable[[str], pa.Table]
 
-PEERS = ["pyiceberg", "iceberg-rust", "duckdb-1.4.4", "duckdb-1.5.5", "sail"]
+PEERS = ["pyiceberg", "iceberg-rust", "duckdb-1.4.4", "duckdb-1.5.5", "sail", "iceberg-java"]
 TABLES = ["v2-no-deletes", "v2-position-deletes", "v3-one-dv", "v3-three-dvs-one-puffin"]
 
 
@@ -155,6 +163,9 @@ def peer(request: pytest.FixtureRequest) -> tuple[str, Reader]:
     if name == "sail":
         server: SailServer = request.getfixturevalue("sail")
         return name, lambda m: read_sail(server, m)
+    if name == "iceberg-java":
+        java: JavaPeer = request.getfixturevalue("java")
+        return name, java.read
     readers: dict[str, Reader] = {
         "pyiceberg": read_pyiceberg,
         "iceberg-rust": read_iceberg_rust,
