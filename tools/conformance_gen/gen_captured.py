@@ -17,7 +17,7 @@ from tools.conformance_gen.build import container_result
 from tools.conformance_gen.corpus import Vector, positions_result
 from tools.conformance_gen.gen_dv import DV_SETS, positions_of
 
-__all__ = ["SOURCES", "captured_bytes", "captured_vectors"]
+__all__ = ["SOURCES", "captured_bytes", "captured_vector", "captured_vectors"]
 
 _TIER = "captured"
 _K = 1 << 32
@@ -41,6 +41,10 @@ SOURCES: dict[str, tuple[str, str]] = {
     "sail": (
         "Sail 0.7.2 (pysail, lakehq/sail)",
         "captured 2026-11-23 from Sail's DELETE, see testdata/README.md: ",
+    ),
+    "iceberg-java-spark": (
+        "Apache Iceberg Java 1.10.2 on Spark 3.5.9 (iceberg-spark-runtime-3.5_2.12-1.10.2.jar)",
+        "captured 2026-11-24 from Java's DELETE and compute_table_stats, see testdata/README.md: ",
     ),
     "ducklake": (
         "DuckLake 1.0 (DuckDB 1.5.5, duckdb-extension-ducklake 1.5.5)",
@@ -76,7 +80,7 @@ def _provenance(rel: str) -> dict[str, str]:
     }
 
 
-def _vector(
+def captured_vector(
     rel: str,
     op: str,
     spec: str,
@@ -125,7 +129,7 @@ def _java_sample(offsets: tuple[tuple[int, int], tuple[int, int]], codec: str | 
 
 def _puffin_files() -> Iterator[Vector]:
     base = "iceberg-java/puffin/"
-    yield _vector(
+    yield captured_vector(
         base + "empty-puffin-uncompressed.bin",
         "read-container",
         "blobs-required",
@@ -133,7 +137,7 @@ def _puffin_files() -> Iterator[Vector]:
         {"result": container_result({}, [])},
         verdict="valid",
     )
-    yield _vector(
+    yield captured_vector(
         base + "sample-metric-data-uncompressed.bin",
         "read-container",
         "blob-offset",
@@ -141,7 +145,7 @@ def _puffin_files() -> Iterator[Vector]:
         {"result": _java_sample(((4, 9), (13, 83)), None)},
         verdict="valid",
     )
-    yield _vector(
+    yield captured_vector(
         base + "sample-metric-data-compressed-zstd.bin",
         "read-container",
         "codec-zstd",
@@ -162,7 +166,7 @@ def _puffin_files() -> Iterator[Vector]:
             "written by iceberg-go: fields [], properties sorted",
         ),
     ):
-        yield _vector(
+        yield captured_vector(
             rel,
             "read-dvs",
             "dv-properties",
@@ -171,7 +175,7 @@ def _puffin_files() -> Iterator[Vector]:
             verdict="valid",
             suffix="-footer",
         )
-        yield _vector(
+        yield captured_vector(
             rel,
             "read-dv",
             "dv-layout",
@@ -195,7 +199,7 @@ def _dv_files() -> Iterator[Vector]:
     for name, positions in _DV_PAYLOADS.items():
         rel = "iceberg-java/deletes/" + name
         size = len(captured_bytes(rel))
-        yield _vector(
+        yield captured_vector(
             rel,
             "read-dv",
             "dv-layout",
@@ -214,21 +218,21 @@ def _bitmaps() -> Iterator[Vector]:
     }
     for folder in ("iceberg-java/deletes", "croaring"):
         for name, positions in good.items():
-            yield _vector(
+            yield captured_vector(
                 f"{folder}/{name}",
                 "read-bitmap",
                 "dv-portable",
                 f"portable 64-bit bitmap {name}",
                 {"result": positions_result(positions)},
             )
-    yield _vector(
+    yield captured_vector(
         "iceberg-java/deletes/64maphighvals.bin",
         "read-bitmap",
         "dv-portable",
         "a copy mangled into U+FFFD bytes upstream: its first key is negative as int32",
         {"error": "deletion-vector"},
     )
-    yield _vector(
+    yield captured_vector(
         "croaring/64maphighvals.bin",
         "read-bitmap",
         "dv-positions",
@@ -241,7 +245,7 @@ def _bitmaps() -> Iterator[Vector]:
         "64mapinvalidsize.bin",
         "64mapkeytoosmall.bin",
     ):
-        yield _vector(
+        yield captured_vector(
             f"croaring/{name}",
             "read-bitmap",
             "dv-portable",
@@ -259,7 +263,7 @@ def _format_spec() -> Iterator[Vector]:
         second += list(range(base, base + 0x9001)) + list(range(base + 0xA000, base + 0x10001))
         second += [base + 131072, base + 131077, *list(range(base + 524288, base + 589824, 2))]
     for name, positions in (("bitmap64.bin", first), ("portable_bitmap64.bin", second)):
-        yield _vector(
+        yield captured_vector(
             f"roaring-format-spec/{name}",
             "read-bitmap",
             "dv-portable",
@@ -304,7 +308,7 @@ def _sail() -> Iterator[Vector]:
         expected = {
             _SAIL_FILES[first]: positions_result(_sail_positions(first)) for first, _ in blobs
         }
-        yield _vector(
+        yield captured_vector(
             rel,
             "read-dvs",
             "dv-properties",
@@ -315,7 +319,7 @@ def _sail() -> Iterator[Vector]:
         )
         for index, (first, (offset, length)) in enumerate(blobs):
             positions = _sail_positions(first)
-            yield _vector(
+            yield captured_vector(
                 rel,
                 "read-dv",
                 "dv-layout",
@@ -348,7 +352,7 @@ _DUCKLAKE: dict[str, tuple[int, str, list[int]]] = {
 def _ducklake() -> Iterator[Vector]:
     for rel, (rows, where, positions) in _DUCKLAKE.items():
         size = len(captured_bytes(rel))
-        yield _vector(
+        yield captured_vector(
             rel,
             "read-dv",
             "dv-layout",

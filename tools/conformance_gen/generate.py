@@ -14,6 +14,7 @@ from pathlib import Path
 from puffin.version import __version__
 from tools.conformance_gen.corpus import CORPUS_FORMAT, Corpus
 from tools.conformance_gen.gen_captured import captured_vectors
+from tools.conformance_gen.gen_captured_java import java_spark_vectors
 from tools.conformance_gen.gen_container import valid_vectors
 from tools.conformance_gen.gen_container_bad import invalid_vectors
 from tools.conformance_gen.gen_dv import dv_vectors
@@ -37,6 +38,7 @@ def build_corpus() -> dict[str, bytes]:
     corpus.extend(theta_rule_vectors())
     corpus.extend(writer_vectors())
     corpus.extend(captured_vectors())
+    corpus.extend(java_spark_vectors())
     corpus.extend(table_vectors())
     return corpus.finish(f"iceberg-puffin {__version__}")
 
