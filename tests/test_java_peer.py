@@ -9,6 +9,7 @@ snapshots as two engines do in production.
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,15 @@ from pyiceberg.types import UUIDType
 
 import puffin
 from iceberg_fixtures import commit_position_deletes_v2, make_catalog
-from peers import PeerError, comparable_rows, read_pyiceberg
+from peers import (
+    PeerError,
+    SailServer,
+    comparable_rows,
+    read_duckdb,
+    read_iceberg_rust,
+    read_pyiceberg,
+    read_sail,
+)
 from peers.iceberg_java import ROW_LINEAGE, JavaPeer
 from puffin.blobs.theta import ThetaSketch
 from puffin.iceberg import (
@@ -33,6 +42,7 @@ from puffin.iceberg import (
     compute_table_statistics,
     create_sample_table,
     delete_rows,
+    local_catalog,
     overwrite,
     read_table_deletion_vectors,
     read_table_statistics,
@@ -307,3 +317,96 @@ def test_java_readable_metrics_fail_on_any_uuid_column(tmp_path: Path, java: Jav
     bug = r"Cannot cast java\.util\.UUID to java\.lang\.CharSequence"
     with pytest.raises(PeerError, match=bug):
         java.sql("SELECT readable_metrics FROM `default`.db.uuids.entries", warehouse=tmp_path)
+
+
+# --- the v3 write story, every reader (issue 22) --------------------------------------------
+
+
+def _writer(warehouse: str, job: str, barrier: Any) -> None:
+    """One concurrent commit from its own process: an append or a delete."""
+    table = local_catalog(warehouse).load_table("db.story")
+    barrier.wait()
+    if job == "append":
+        append(table, sample_batch(300, start=20_000, seed=7))
+    else:
+        delete_rows(table, "category in (10, 11, 12) and id < 20000")
+
+
+def _concurrently(warehouse: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2)
+    procs = [
+        context.Process(target=_writer, args=(str(warehouse), job, barrier))
+        for job in ("append", "delete")
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+
+
+def _every_reader(table: Table, sail: SailServer, java: JavaPeer) -> list[Any]:
+    """The rows pyiceberg reads, after checking every other reader returns exactly them."""
+    schema, location = table.schema(), table.metadata_location
+    want = comparable_rows(read_pyiceberg(location), schema)
+    readers = {
+        "iceberg-rust": read_iceberg_rust,
+        "duckdb-1.4.4": read_duckdb,
+        "sail": lambda m: read_sail(sail, m),
+        "iceberg-java": java.read,
+    }
+    for name, read in readers.items():
+        assert comparable_rows(read(location), schema) == want, name
+    return want
+
+
+def _categories(data: pa.Table) -> dict[int, int]:
+    return dict(zip(data.column("id").to_pylist(), data.column("category").to_pylist(),
+                    strict=True))
+
+
+def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaPeer) -> None:
+    """upgrade → append → delete → append → overwrite → concurrent append + delete → Java's
+    UPDATE on top: pyiceberg, iceberg-rust, DuckDB 1.4.4, Sail and Java read the expected rows;
+    Java sees row ids unique and unchanged for surviving rows across our commits and its own."""
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.story", rows=4000, files=2))
+    batches = [sample_batch(n, start=start, seed=seed) for n, start, seed in
+               ((1000, 10_000, 1), (500, 12_000, 2), (100, 13_000, 3), (300, 20_000, 7))]
+    category: dict[int, Any] = _categories(table.scan().to_arrow())
+    for batch in batches:
+        category |= _categories(batch)
+    table = append(table, batches[0])
+    states = [_lineage(java, table)]
+    table = delete_rows(table, "category < 20").table
+    table = append(table, batches[1])
+    table = overwrite(table, batches[2], "id >= 10500 and id < 11000")
+    states.append(_lineage(java, table))
+    _concurrently(tmp_path)  # appends batches[3], deletes category in (10, 11, 12)
+    table = catalog.load_table("db.story")
+    states.append(_lineage(java, table))
+    with SailServer(tmp_path / "sail") as sail:
+        _every_reader(table, sail, java)
+        java.sql("ALTER TABLE `default`.db.story SET TBLPROPERTIES "
+                 "('write.update.mode' = 'merge-on-read')", warehouse=tmp_path)
+        java.sql("UPDATE `default`.db.story SET amount = -1.0 WHERE category = 50",
+                 warehouse=tmp_path)
+        table = catalog.load_table("db.story")
+        rows = _every_reader(table, sail, java)
+    states.append(_lineage(java, table))
+    first = [*range(4000), *range(10_000, 11_000)]
+    live = {i for i in first if category[i] is None or category[i] >= 20}
+    live |= set(range(12_000, 12_500))
+    live = {i for i in live if not 10_500 <= i < 11_000} | set(range(13_000, 13_100))
+    live = {i for i in live if category[i] not in (10, 11, 12)} | set(range(20_000, 20_300))
+    assert sorted(row[0] for row in rows) == sorted(live)
+    for older, newer in itertools.pairwise(states[:-1]):
+        _stable(older, newer)
+    # Java's UPDATE keeps every row id and moves the updated rows' sequence number forward.
+    after, last = states[-2], states[-1]
+    assert {i: r for i, (r, _) in after.items()} == {i: r for i, (r, _) in last.items()}
+    sequence = table.metadata.last_sequence_number
+    changed = {i for i, (_, s) in last.items() if s == sequence}
+    assert changed == {i for i in live if category[i] == 50}
+    assert verify_table(table).ok, verify_table(table).problems
