@@ -274,8 +274,9 @@ def test_our_sketches_against_java_compute_table_stats(tmp_path: Path, java: Jav
     table = catalog.load_table("db.ndv")
     ours = compute_table_statistics(table, commit=False).statistics_path
     identical = _agree_with_java(table, table.metadata.statistics[0].statistics_path, ours)
-    # Exact-mode columns, and those whose split did not matter, are byte-identical.
-    assert {"category", "day", "tag", "id"} <= set(identical)
+    # Exact-mode columns are byte-identical; the others only when Java's merge order happened
+    # not to matter (it varies between runs: "id" was identical in some and not in others).
+    assert {"category", "day", "tag"} <= set(identical)
 
 
 def test_incremental_statistics_against_java(tmp_path: Path, java: JavaPeer) -> None:
