@@ -68,7 +68,7 @@ demo: $(STAMP)
 fuzz: $(STAMP)
 	PUFFIN_FUZZ_EXAMPLES=100000 $(PY) -m pytest -q tests/test_fuzz.py -p no:randomly
 
-bench: $(STAMP)
+bench: $(STAMP) peers
 	$(PY) bench/run_all.py
 
 clean:
