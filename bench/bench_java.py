@@ -9,9 +9,9 @@ The table of bench_iceberg.py: 10 million rows of 4 columns (long, int, double, 
   Java's ``CALL system.compute_table_stats`` in a warm session (the statement alone) and as a
   whole process (start Spark, the statement, stop). Peak RSS: each process's own ``VmHWM``
   (for Java, the JVM's, read before it stops).
-* Row deletes, ``category = 0`` (1 % of the rows, in every file) on a fresh v3 copy of the
-  table per run: :func:`puffin.iceberg.delete_rows` against Java's merge-on-read ``DELETE``
-  in a warm session; peak RSS is not separated for these (both run in long-lived processes).
+* Row deletes, ``category = 0`` (0.5 % of the rows, in every file) on a fresh v3 copy of
+  the table per run: ``puffin table delete`` as a whole process (its own peak RSS) against
+  Java's merge-on-read ``DELETE`` in a warm session (the JVM's peak over that session).
 
 Run (after ``make peers``): ``.venv/bin/python bench/bench_java.py [--rows 10000000] [--runs 3]``
 """
@@ -27,7 +27,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
@@ -108,22 +107,55 @@ def _tree_peaks(root: int) -> list[float]:
     return out
 
 
-def deletes(folder: Path, java: JavaPeer, runs: int) -> dict[str, float]:
-    """delete_rows against Java's DELETE, each on a fresh v3 copy of the table."""
+_DELETE_CHILD = """
+import contextlib, io, json, sys
+from puffin.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"code": code, "peak_kib": peak, "out": json.loads(out.getvalue())}))
+"""
+
+
+def _cli_delete(folder: Path, name: str) -> tuple[float, float, int]:
+    """``puffin table delete`` in a fresh process: seconds, its peak RSS (MiB), rows deleted."""
+    argv = [sys.executable, "-c", _DELETE_CHILD, "table", "delete", "--warehouse",
+            str(folder), "--where", "category = 0", "--json", name]
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - start
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["code"] == 0, proc.stderr
+    return seconds, result["peak_kib"] / 1024, int(result["out"]["deleted_rows"])
+
+
+def deletes(folder: Path, runs: int) -> dict[str, tuple[float, list[float]]]:
+    """``puffin table delete`` (a whole process) against Java's DELETE in a warm session,
+    each on a fresh v3 copy of the table; both must delete the same rows."""
     catalog = local_catalog(folder)
     base = catalog.load_table("bench.stats4").metadata_location
-    ours, theirs = [], []
+    ours: list[float] = []
+    inproc: list[float] = []
+    theirs: list[float] = []
+    peaks: list[float] = []
     counts: dict[str, int] = {}
-    for run in range(runs):
-        for who in ("ours", "java"):
-            name = f"bench.del_{who}_{run}"
-            table = upgrade_to_v3(catalog.register_table(name, base))
-            if who == "ours":
-                start = time.perf_counter()
-                result = delete_rows(table, "category = 0")
-                ours.append(time.perf_counter() - start)
-                counts["delete_rows"] = result.deleted_rows
-            else:
+    with tempfile.TemporaryDirectory() as tmp, JavaPeer(Path(tmp)) as java:
+        for run in range(runs):
+            for who in ("ours", "inproc", "java"):
+                name = f"bench.del_{who}_{run}"
+                table = upgrade_to_v3(catalog.register_table(name, base))
+                if who == "inproc":
+                    start = time.perf_counter()
+                    counts["delete_rows"] = delete_rows(table, "category = 0").deleted_rows
+                    inproc.append(time.perf_counter() - start)
+                    continue
+                if who == "ours":
+                    seconds, peak, counts["puffin"] = _cli_delete(folder, name)
+                    ours.append(seconds)
+                    peaks.append(peak)
+                    continue
                 qualified = "`default`." + name
                 java.sql(f"ALTER TABLE {qualified} SET TBLPROPERTIES {MERGE_ON_READ}",
                          warehouse=folder)
@@ -131,10 +163,26 @@ def deletes(folder: Path, java: JavaPeer, runs: int) -> dict[str, float]:
                 java.sql(f"DELETE FROM {qualified} WHERE category = 0", warehouse=folder)
                 theirs.append(time.perf_counter() - start)
                 summary = catalog.load_table(name).current_snapshot().summary
-                counts["java DELETE"] = int(summary["added-position-deletes"])
-    assert counts["delete_rows"] == counts["java DELETE"] > 0, counts
+                counts["java"] = int(summary["added-position-deletes"])
+        assert java._proc is not None
+        jvm = _vm_hwm_mib(_jvm_pid(java._proc.pid))
+    assert counts["puffin"] == counts["delete_rows"] == counts["java"] > 0, counts
     print(f"rows deleted by each: {counts}")
-    return {"delete_rows": statistics.median(ours), "java DELETE": statistics.median(theirs)}
+    return {
+        "puffin table delete (whole process)": (statistics.median(ours), peaks),
+        "delete_rows (in a warm process)": (statistics.median(inproc), []),
+        "java DELETE, warm session (JVM peak over the session)": (
+            statistics.median(theirs), [jvm]),
+    }
+
+
+def _table(title: str, rows: dict[str, tuple[float, list[float]]]) -> None:
+    """A Markdown table of medians, each against the first row, with peak RSS."""
+    first = next(iter(rows.values()))[0]
+    print(f"\n| {title} | seconds | ratio | peak RSS (MiB) |\n|---|---|---|---|")
+    for name, (seconds, peaks) in rows.items():
+        rss = "–" if not peaks else f"{min(peaks):.0f}–{max(peaks):.0f}"
+        print(f"| {name} | {seconds:.2f} | {seconds / first:.2f}× | {rss} |")
 
 
 def main() -> int:
@@ -147,10 +195,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-java-") as tmp:
         folder = Path(tmp)
         make_table(folder, args.rows, args.files)
-        results: dict[str, Any] = {}
-        results["puffin table stats compute"] = cli_runs(folder, args.runs)
-        results["puffin spark stats"] = spark_whole(folder, args.runs)
-        results["java compute_table_stats, whole process"] = java_whole(folder, args.runs)
+        stats: dict[str, tuple[float, list[float]]] = {
+            "puffin table stats compute": cli_runs(folder, args.runs),
+            "puffin spark stats": spark_whole(folder, args.runs),
+            "java compute_table_stats, whole process": java_whole(folder, args.runs),
+        }
         with JavaPeer(folder / "java") as java:
             java.sql(STATS, warehouse=folder)  # warm-up
             warm = []
@@ -158,19 +207,12 @@ def main() -> int:
                 start = time.perf_counter()
                 java.sql(STATS, warehouse=folder)
                 warm.append(time.perf_counter() - start)
-            results["java compute_table_stats, warm session"] = (statistics.median(warm), [])
-            timed = deletes(folder, java, args.runs)
-    ours = results["puffin table stats compute"][0]
-    print(f"\n{args.rows:,} rows x 4 columns, {args.files} files, median of {args.runs}\n")
-    print("| job | seconds | vs puffin table stats compute | peak RSS (MiB) |")
-    print("|---|---|---|---|")
-    for name, (seconds, peaks) in results.items():
-        rss = "–" if not peaks else f"{min(peaks):.0f}–{max(peaks):.0f}"
-        print(f"| {name} | {seconds:.2f} | {seconds / ours:.2f}× | {rss} |")
-    print(f"| delete_rows (category = 0) | {timed['delete_rows']:.2f} | | |")
-    print(f"| Java DELETE (merge-on-read, warm) | {timed['java DELETE']:.2f} | "
-          f"{timed['java DELETE'] / timed['delete_rows']:.2f}× delete_rows | |")
-    print(json.dumps({k: v[0] for k, v in results.items()} | timed))
+        stats["java compute_table_stats, warm session"] = (statistics.median(warm), [])
+        timed = deletes(folder, args.runs)
+    print(f"\n{args.rows:,} rows x 4 columns, {args.files} files, median of {args.runs}")
+    _table("statistics", stats)
+    _table("delete category = 0", timed)
+    print(json.dumps({k: v[0] for k, v in (stats | timed).items()}))
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 
