@@ -207,7 +207,7 @@ def test_impl_protocol_over_a_subprocess() -> None:
     finally:
         adapter.close()
     doc = report.to_json()
-    assert doc["total"] == 25
+    assert doc["total"] == 27
     assert [f["id"] for f in doc["failures"]] == ["captured/croaring-64maphighvals"]
 
 
