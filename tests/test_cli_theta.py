@@ -507,8 +507,8 @@ def test_ndv_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
                     {"id": ids, "name": names, "x": rng.random(250_000)}, schema=schema
                 )
                 writer.write_table(chunk, row_group_size=250_000)
-        # The smaller of two runs: on a loaded machine thread timing can leave an allocator
-        # arena larger in one run (a CI run once saw +24 MiB, and +2 to +8 MiB when rerun).
+        # The smaller of two runs: a run on a loaded machine once grew by 24 MiB (thread
+        # timing and the allocator's arenas); idle runs show no growth at all.
         sizes[groups] = min(peak_rss_kib(path) for _ in range(2))
     growth_mib = (sizes[16] - sizes[4]) / 1024
     assert growth_mib < 16, sizes  # with pre-buffering, pyarrow grew by 27 MiB here
