@@ -40,6 +40,7 @@ Then use ``write_manifest``/``write_manifest_list`` with ``format_version=3`` an
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -305,7 +306,6 @@ def commit(
     catalog this module cannot write v3 through.  On a SQL catalog, a commit that fails
     removes the metadata file it wrote, unless its outcome is unknown.
     """
-    from pyiceberg.catalog.rest import RestCatalog
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
     from pyiceberg.table import Table as PyTable
@@ -313,7 +313,10 @@ def commit(
     from puffin.iceberg.metadata.manifests import remove_files
 
     catalog = table.catalog
-    if pyiceberg_writes_v3() or isinstance(catalog, RestCatalog):
+    # A REST catalog's module is loaded if the table came from one: importing it only to
+    # ask would cost a first commit about 0.1 s (requests and its kin).
+    rest = sys.modules.get("pyiceberg.catalog.rest")
+    if pyiceberg_writes_v3() or (rest is not None and isinstance(catalog, rest.RestCatalog)):
         response = catalog.commit_table(table, tuple(requirements), tuple(updates))
     elif isinstance(catalog, SqlCatalog):
         written: list[str] = []
