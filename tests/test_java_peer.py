@@ -396,6 +396,29 @@ def _categories(data: pa.Table) -> dict[int, int]:
                     strict=True))
 
 
+def _unreferenced(table: Table) -> set[str]:
+    """Files under the table's folder that its metadata does not reach: what a failed or
+    lost commit attempt would leave behind."""
+    meta = table.metadata
+    reached = {table.metadata_location, *(e.metadata_file for e in meta.metadata_log)}
+    reached |= {s.statistics_path for s in meta.statistics}
+    reached |= {p.statistics_path for p in meta.partition_statistics}
+    for snapshot in meta.snapshots:
+        reached.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            reached.add(manifest.manifest_path)
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+                reached.add(entry.data_file.file_path)
+    paths = {local_path(p) for p in reached}
+    root = Path(local_path(meta.location) or "")
+    # Java writes through Hadoop's local file system, which puts a ".<name>.crc" beside
+    # every file; those are Hadoop's, not the table's.
+    return {
+        str(f) for f in root.rglob("*")
+        if f.is_file() and str(f) not in paths and not f.name.endswith(".crc")
+    }
+
+
 def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaPeer) -> None:
     """upgrade → append → delete → append → overwrite → concurrent append + delete → Java's
     UPDATE on top: pyiceberg, iceberg-rust, DuckDB 1.4.4, Sail and Java read the expected rows;
@@ -415,6 +438,7 @@ def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaP
     states.append(_lineage(java, table))
     _concurrently(tmp_path)  # appends batches[3], deletes category in (10, 11, 12)
     table = catalog.load_table("db.story")
+    assert not _unreferenced(table)  # the attempt that lost the race left nothing behind
     states.append(_lineage(java, table))
     with SailServer(tmp_path / "sail") as sail:
         _every_reader(table, sail, java)
@@ -440,3 +464,4 @@ def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaP
     changed = {i for i, (_, s) in last.items() if s == sequence}
     assert changed == {i for i in live if category[i] == 50}
     assert verify_table(table).ok, verify_table(table).problems
+    assert not _unreferenced(table)
