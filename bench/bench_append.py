@@ -17,7 +17,9 @@ data is generated in the child before the clock starts. Medians of ``--runs``:
   on the v3 table against pyiceberg 0.12's ``table.append`` on the v2 table: the first pays
   each library's first-call costs (lazy imports), the second is a warm pipeline's;
 * ``baseline``: the same process without any append (imports and the generated data), so
-  the others' peak RSS can be read as the job's own.
+  the others' peak RSS can be read as the job's own;
+* Iceberg Java 1.10.2 (``.venv-java``, ``make peers``), beside: ``INSERT`` of the same rows
+  into a fresh v3 copy and ``compute_table_stats``, each timed in a warm Spark session.
 
 Goals from the issue: the incremental statistics part at least 5× faster than the full one,
 its process at most 256 MiB peak RSS, and our append at most 1.2× pyiceberg's.
@@ -34,14 +36,23 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
-from bench_iceberg import make_table
+import pyarrow.parquet as pq  # noqa: E402
+from bench_iceberg import make_table  # noqa: E402
 
-from puffin.iceberg import compute_table_statistics, local_catalog, upgrade_to_v3
+from peers.iceberg_java import JavaPeer  # noqa: E402
+from puffin.iceberg import (  # noqa: E402
+    compute_table_statistics,
+    local_catalog,
+    sample_batch,
+    upgrade_to_v3,
+)
 
 TARGET = str(1_800_000)  # bytes per appended data file: 1 M rows in about 20 files
 
@@ -108,6 +119,32 @@ def _child(folder: Path, name: str, job: str, rows: int, start: int) -> dict[str
     return result
 
 
+def java_jobs(folder: Path, base: str, rows: int, start: int, runs: int) -> dict[str, float]:
+    """Iceberg Java 1.10.2 in a warm Spark session (tests/peers/iceberg_java.py): ``INSERT``
+    of the same rows (read from a Parquet file) into a fresh v3 copy, then
+    ``compute_table_stats`` of the new snapshot; medians of each statement's time."""
+    data = folder / "append.parquet"
+    columns = ["id", "category", "amount", "user_name"]
+    pq.write_table(sample_batch(rows, start=start, seed=5).select(columns), data)
+    catalog = local_catalog(folder)
+    inserts, stats = [], []
+    with JavaPeer(folder / "java") as java:
+        for run in range(runs + 1):  # the first warms the session up
+            name = f"bench.java_{run}"
+            catalog.register_table(name, base)
+            clock = time.perf_counter()
+            java.sql(f"INSERT INTO `default`.{name} SELECT * FROM parquet.`{data}`",
+                     warehouse=folder)
+            inserted = time.perf_counter() - clock
+            clock = time.perf_counter()
+            java.sql(f"CALL `default`.system.compute_table_stats(table => '{name}')",
+                     warehouse=folder)
+            if run:
+                inserts.append(inserted)
+                stats.append(time.perf_counter() - clock)
+    return {"insert": statistics.median(inserts), "compute_table_stats": statistics.median(stats)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -127,7 +164,10 @@ def main() -> int:
                 name = f"bench.{job}_{run}"
                 catalog.register_table(name, bases[base])
                 results[job].append(_child(folder, name, job, args.append, args.rows))
+        java = java_jobs(folder, bases["v3"], args.append, args.rows, args.runs)
     _report(results, args)
+    print(f"Iceberg Java, warm session: INSERT {java['insert']:.2f} s, compute_table_stats "
+          f"{java['compute_table_stats']:.2f} s")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     return 0
 
