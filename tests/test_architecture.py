@@ -23,7 +23,7 @@ SRC = ROOT / "src" / "puffin"
 # Rank of each part of the package: a module may import only from lower ranks or its own part.
 _CORE = {
     "errors", "layout", "limits", "_source", "_remote", "_staging", "metadata", "codecs", "reader",
-    "writer", "locations", "version", "_stores", "_footer_json",
+    "writer", "locations", "version", "_stores", "_footer_json", "_footer_large",
 }
 _RANKS = {
     "blobs": 1,

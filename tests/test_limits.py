@@ -381,11 +381,11 @@ def test_max_decompressed_size(codec: str, size: int) -> None:
 
 def test_default_limits_are_documented_values() -> None:
     limits = puffin.Limits()
-    assert limits.max_footer_size == 16 * MiB
+    assert limits.max_footer_size == 256 * MiB
     assert limits.max_blob_size == 2**31 - 1
     assert limits.max_decompressed_size == 64 * MiB
     assert limits.tail_read_size == 64 * 1024
-    assert limits.max_json_depth == 64
+    assert limits.max_json_depth == 1000
     assert limits.max_json_values == 1_000_000
 
 

@@ -23,6 +23,7 @@ import zstandard
 
 import puffin
 from _hostile import lz4_set_content_size, puffin_file, zstd_set_content_size
+from puffin._footer_large import EXACT_BYTES
 
 MiB = 1 << 20
 BUDGET = 256 * MiB
@@ -139,16 +140,19 @@ def _compressed_footer(payload: bytes) -> bytes:
 
 def test_footer_of_many_empty_arrays(tmp_path: Path) -> None:
     # The issue's case: a 276 KB file whose footer is nested empty arrays in an ignored
-    # field once took 1.7 GB.  Here: 16 MiB (the cap) of them, about 64 KB compressed.
-    cap = puffin.Limits().max_footer_size
+    # field once took 1.7 GB.  Here: 64 MiB of them (22 M values), about 260 KB compressed:
+    # over the values cap, so the large-footer path skips them without building any.
+    size = 64 * MiB
     head, tail = b'{"blobs":[],"x":[', b"[]]}"
-    payload = head + b"[]," * ((cap - len(head) - len(tail)) // 3) + tail
-    _check(_peak(tmp_path, _compressed_footer(payload)), "LimitExceededError")
+    payload = head + b"[]," * ((size - len(head) - len(tail)) // 3) + tail
+    _check(_peak(tmp_path, _compressed_footer(payload)), "ok")
 
 
 def test_footer_of_nested_empty_arrays(tmp_path: Path) -> None:
-    payload = b'{"blobs":[],"x":' + b"[[[]]]," * 2_000_000 + b"[]}"
-    _check(_peak(tmp_path, _compressed_footer(payload)), "LimitExceededError")
+    payload = b'{"blobs":[],"x":[' + b"[[[]]]," * 2_000_000 + b"[]]}"
+    _check(_peak(tmp_path, _compressed_footer(payload)), "ok")
+    broken = b'{"blobs":[],"x":' + b"[[[]]]," * 2_000_000 + b"[]}"  # not JSON after "x"
+    _check(_peak(tmp_path, _compressed_footer(broken)), "InvalidFooterError")
 
 
 def test_footer_nested_to_the_cap_of_bytes(tmp_path: Path) -> None:
@@ -157,16 +161,16 @@ def test_footer_nested_to_the_cap_of_bytes(tmp_path: Path) -> None:
     _check(_peak(tmp_path, _compressed_footer(payload)), "InvalidFooterError")
 
 
-def test_largest_footer_the_default_caps_accept(tmp_path: Path) -> None:
+def test_largest_footer_the_exact_parser_builds(tmp_path: Path) -> None:
     # Just under the value cap, in the costliest shape per value (an object holding an
-    # empty list), plus one string filling the rest of the 16 MiB footer cap.
+    # empty list), plus one string filling the rest of the 16 MiB the exact parser takes.
     limits = puffin.Limits()
     items = b",".join([b'{"k":[]}'] * ((limits.max_json_values - 10) // 2))
     head = b'{"blobs":[],"y":"'
     middle = b'","x":['
-    filler = b"s" * (limits.max_footer_size - len(head) - len(middle) - len(items) - 2)
+    filler = b"s" * (EXACT_BYTES - len(head) - len(middle) - len(items) - 2)
     payload = head + filler + middle + items + b"]}"
-    assert len(payload) == limits.max_footer_size
+    assert len(payload) == EXACT_BYTES
     _check(_peak(tmp_path, _compressed_footer(payload)), "ok")
 
 
@@ -210,22 +214,40 @@ def test_max_json_depth_ignores_brackets_in_strings() -> None:
 
 @pytest.mark.parametrize("values", [3, 100, 1000])
 def test_max_json_values_boundary(values: int) -> None:
-    # Root object, blobs list, then `values - 2` ints in the unknown field's list.
+    # Root object, blobs list, then `values - 2` ints in the unknown field's list: at the
+    # cap the exact parser builds them; one over, the large-footer path skips them.
     data = _unknown_field_file(b"[" + b",".join([b"7"] * (values - 3)) + b"]")
     with puffin.open(data, limits=puffin.Limits(max_json_values=values)) as r:
         assert r.blobs == []
-    with pytest.raises(puffin.LimitExceededError, match=r"Limits\.max_json_values") as info:
-        puffin.open(data, limits=puffin.Limits(max_json_values=values - 1))
-    assert info.value.offset is not None and info.value.offset >= 8
+    with puffin.open(data, limits=puffin.Limits(max_json_values=values - 1)) as r:
+        assert r.blobs == []
+
+
+@pytest.mark.parametrize("name", ["fields", "properties"])
+def test_max_json_values_bounds_what_a_blob_keeps(name: int) -> None:
+    # What a blob keeps is built, so its lists and maps stay under the cap on either path.
+    value = b"[" + b",".join([b"7"] * 50) + b"]"
+    if name == "properties":
+        value = b"{" + b",".join(b'"k%d":"v"' % i for i in range(50)) + b"}"
+    blob = {"type": "t", "fields": [1], "snapshot-id": 1, "sequence-number": 1, "offset": 4,
+            "length": 0}
+    text = json.dumps({"blobs": [blob]}).encode()
+    payload = text.replace(b'"fields": [1]' if name == "fields" else b'"length": 0',
+                           b'"fields": ' + value if name == "fields"
+                           else b'"length": 0, "properties": ' + value)
+    for limits in (puffin.Limits(max_json_values=20), puffin.Limits(max_json_values=40)):
+        with pytest.raises(puffin.LimitExceededError, match=r"Limits\.max_json_values") as info:
+            puffin.open(puffin_file(payload), limits=limits)
+        assert info.value.blob_index == 0
 
 
 def test_json_cap_in_a_compressed_footer_names_the_decompressed_byte() -> None:
-    data = _unknown_field_file(b"[" * 100 + b"]" * 100, compressed=True)
+    data = _unknown_field_file(b"[" * 1000 + b"]" * 1000, compressed=True)
     with pytest.raises(puffin.InvalidFooterError) as info:
         puffin.open(data)
     message = str(info.value)
     assert "Limits.max_json_depth" in message
-    assert "at byte 79 of the decompressed footer payload" in message  # 16 + 63
+    assert "at byte 1015 of the decompressed footer payload" in message  # 16 + 999
     assert info.value.offset == 8  # where the compressed payload starts, in the file
 
 
@@ -247,13 +269,13 @@ def test_ten_thousand_blob_footer_passes_the_default_caps_with_margin() -> None:
         payload = r.metadata.to_bytes()
         assert len(r.blobs) == 10_000
     defaults = puffin.Limits()
-    assert len(payload) * 8 < defaults.max_footer_size
+    assert len(payload) * 8 < EXACT_BYTES < defaults.max_footer_size
     # 11 values a blob: object, type, fields and its two ints, four longs, properties, ndv.
     tight = puffin.Limits(max_json_values=2 + 11 * 10_000)
-    with puffin.open(data, limits=tight) as r:
-        assert len(r.blobs) == 10_000
-    with pytest.raises(puffin.LimitExceededError):
-        puffin.open(data, limits=puffin.Limits(max_json_values=1 + 11 * 10_000))
+    with puffin.open(data, limits=tight) as r:  # the exact parser
+        exact = r.metadata
+    with puffin.open(data, limits=puffin.Limits(max_json_values=1 + 11 * 10_000)) as r:
+        assert r.metadata == exact  # the large-footer path reads the same
     assert 11 * 10_000 * 9 < defaults.max_json_values
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
+from puffin._footer_large import parse_footer
 from puffin._source import RandomAccessSource, Source
 from puffin.codecs import get_codec
 from puffin.errors import (
@@ -30,7 +31,7 @@ from puffin.layout import (
 )
 from puffin.limits import DEFAULT_LIMITS, Limits
 from puffin.locations import open_source
-from puffin.metadata import BlobMetadata, FileMetadata, PayloadError, parse_footer_payload
+from puffin.metadata import BlobMetadata, FileMetadata, PayloadError
 
 __all__ = ["PuffinReader", "open"]
 
@@ -145,7 +146,7 @@ class PuffinReader:
                     offset=payload_start, prefix="compressed footer payload"
                 ) from None
         try:
-            metadata = parse_footer_payload(payload, self.limits)
+            metadata = parse_footer(payload, self.limits)
         except PayloadError as at:
             # A position in a compressed payload is no file offset: it goes into the message.
             if fstruct.compressed:

@@ -1,0 +1,208 @@
+"""The footer payload's parser: exact for footers that fit, msgspec for large ones.
+
+A payload of at most 16 MiB whose JSON holds at most ``Limits.max_json_values`` values is
+parsed exactly (:func:`puffin.metadata.parse_footer_payload`: every value built, duplicate
+keys and NaN located by byte). A larger one (the footer of a file of deletion vectors for
+hundreds of thousands of data files, or one with a large unknown field) is decoded by msgspec
+straight from the bytes into the fields a blob keeps: values nothing keeps (unknown fields
+and whatever they nest) are skipped without building a Python object, so memory follows the
+blobs, not the payload's bulk. The blobs are then checked by the same rules
+(:meth:`BlobMetadata.from_json_dict`). What the large path does not do: find duplicate keys
+(msgspec keeps the last value, as Jackson does) and give a byte position for a type error
+(it names the blob and field instead). docs/reliability.md has the measured memory.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
+from puffin.limits import Limits, json_cap_violation
+from puffin.metadata import BlobMetadata, FileMetadata, PayloadError, parse_footer_payload
+
+__all__ = ["EXACT_BYTES", "parse_footer"]
+
+#: Payloads up to this size (and ``Limits.max_json_values``) take the exact parser.
+EXACT_BYTES = 16 << 20
+#: Nesting never allowed deeper than this, whatever ``Limits.max_json_depth`` says: the
+#: decoder recurses on the C stack.
+_DEPTH_CEILING = 10_000
+_BYTE = re.compile(r"\s*\(byte (\d+)\)$")
+_BLOB = re.compile(r"^\$\.blobs\[(\d+)\](?:\.(.*))?$")
+_ROOM = threading.Lock()
+
+
+def parse_footer(payload: bytes | bytearray | memoryview, limits: Limits) -> FileMetadata:
+    """The footer's metadata; raises :class:`PayloadError` for errors with a byte position."""
+    data = payload if isinstance(payload, bytes) else bytes(payload)
+    if len(data) <= EXACT_BYTES:
+        violation = json_cap_violation(data, limits)
+        if violation is None or not isinstance(violation[0], LimitExceededError):
+            with recursion_room(limits.max_json_depth):
+                return parse_footer_payload(data, limits)
+    return _parse_large(data, limits)
+
+
+@contextmanager
+def recursion_room(depth: int) -> Iterator[None]:
+    """Room on the interpreter's recursion limit for ``depth`` nested JSON levels.
+
+    Python's ``json`` and msgspec count nesting against it, so Jackson's 1,000 levels
+    would otherwise fail near the limit's default of 1,000. The limit is only ever raised
+    (another thread may be deep in its own calls) and restored afterwards.
+    """
+    frame: FrameType | None = sys._getframe()
+    used = 0
+    while frame is not None:
+        used, frame = used + 1, frame.f_back
+    with _ROOM:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, used + min(depth, _DEPTH_CEILING) + 64))
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(old)
+
+
+def _decoder() -> Any:
+    import msgspec
+
+    # Scalars are typed (a wrong type fails at once, before anything is built); a blob's
+    # lists and maps stay raw bytes until the exact rules, under the caps, read them.
+    # defstruct, not class syntax: this module's annotations are strings.
+    raw = msgspec.Raw
+    blob = msgspec.defstruct(
+        "Blob",
+        [
+            ("type", str),
+            ("fields", raw),
+            ("snapshot_id", int),
+            ("sequence_number", int),
+            ("offset", int),
+            ("length", int),
+            ("compression_codec", str | None, None),
+            ("properties", raw, msgspec.Raw()),  # empty: absent (no union with Raw)
+        ],
+        rename="kebab",
+    )
+    footer = msgspec.defstruct(
+        "Footer", [("blobs", list[blob]), ("properties", raw, msgspec.Raw())]  # type: ignore[valid-type]
+    )
+    return msgspec.json.Decoder(footer), msgspec
+
+
+def _parse_large(data: bytes, limits: Limits) -> FileMetadata:
+    decoder, msgspec = _decoder()
+    try:
+        with recursion_room(limits.max_json_depth):
+            footer = decoder.decode(data)
+    except RecursionError:
+        raise InvalidFooterError(
+            f"footer payload JSON is nested too deeply: more than "
+            f"{min(limits.max_json_depth, _DEPTH_CEILING)} levels (Limits.max_json_depth)"
+        ) from None
+    except UnicodeDecodeError as exc:
+        error = InvalidFooterError(f"footer payload is not valid UTF-8: {exc.reason}")
+        raise PayloadError(error, exc.start) from None
+    except msgspec.ValidationError as exc:
+        raise _validation_error(str(exc)) from None
+    except msgspec.DecodeError as exc:
+        text = str(exc)
+        at = _BYTE.search(text)
+        error = InvalidFooterError(f"footer payload is not valid JSON: {_BYTE.sub('', text)}")
+        raise PayloadError(error, int(at.group(1)) if at else 0) from None
+    return _checked(footer, limits)
+
+
+def _validation_error(text: str) -> InvalidFooterError:
+    """msgspec's ``Expected `int`, got `str` - at `$.blobs[2].offset``` as our error."""
+    message, _, path = text.rpartition(" - at ")
+    match = _BLOB.match(path.strip("`"))
+    if match is None:
+        return InvalidFooterError(f"footer payload: {message or text} at {path}")
+    field = match.group(2)
+    return InvalidFooterError(
+        f"blob metadata: {message}", blob_index=int(match.group(1)), field=field
+    )
+
+
+#: A blob's raw list or map at most this long is decoded straight away (it cannot hold
+#: more values than the caps allow); a longer one is checked against the caps first.
+_SMALL_RAW = 64 * 1024
+_CHUNK = 8192
+
+
+def _value(raw: Any, limits: Limits, blob_index: int | None, name: str) -> Any:
+    """A raw list or map of the footer, read by the exact path's rules under the caps."""
+    import msgspec
+
+    data = bytes(raw)
+    if len(data) <= min(_SMALL_RAW, limits.max_json_values):
+        try:
+            if name == "fields":
+                return msgspec.json.decode(data, type=list[int])
+            value = msgspec.json.decode(data, type=dict[str, str])
+            # Without escapes, a map of strings holds four quotes a pair: fewer pairs than
+            # that means a key repeated, which the exact parser finds and names.
+            if b"\\" not in data and 4 * len(value) == data.count(b'"'):
+                return value
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass  # the exact rules below say what is wrong, in their words
+    wrapped = b'{"blobs":[],"properties":' + data + b"}" if name == "properties" else data
+    violation = json_cap_violation(wrapped, limits)
+    if violation is not None:
+        raise violation[0].with_context(blob_index=blob_index, field=name)
+    if name == "fields":
+        import json
+
+        try:
+            return json.loads(data)  # checked below as a list of ints
+        except ValueError as exc:
+            raise InvalidFooterError(f"fields: {exc}", blob_index=blob_index) from None
+    try:
+        return dict(parse_footer_payload(wrapped, limits).properties)
+    except PayloadError as at:
+        raise at.error.with_context(blob_index=blob_index, field=name) from None
+    except PuffinError as exc:
+        raise exc.with_context(blob_index=blob_index, field=name) from None
+
+
+def _blob_doc(blob: Any, index: int, limits: Limits) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "type": blob.type,
+        "fields": _value(blob.fields, limits, index, "fields"),
+        "snapshot-id": blob.snapshot_id,
+        "sequence-number": blob.sequence_number,
+        "offset": blob.offset,
+        "length": blob.length,
+    }
+    if blob.compression_codec is not None:
+        doc["compression-codec"] = blob.compression_codec
+    if len(blob.properties):
+        doc["properties"] = _value(blob.properties, limits, index, "properties")
+    return doc
+
+
+def _checked(footer: Any, limits: Limits) -> FileMetadata:
+    """The blobs through the exact path's rules, a chunk at a time (so only one chunk of
+    plain dicts exists at once); msgspec already refused unpaired surrogates."""
+    blobs: list[BlobMetadata] = []
+    for start in range(0, len(footer.blobs), _CHUNK):
+        part = footer.blobs[start : start + _CHUNK]
+        docs = [_blob_doc(b, start + i, limits) for i, b in enumerate(part)]
+        try:
+            blobs.extend(FileMetadata.from_json_dict({"blobs": docs}, check_text=False).blobs)
+        except PuffinError:  # again one by one, for the blob's index in the file
+            blobs.extend(
+                BlobMetadata.from_json_dict(d, blob_index=start + i) for i, d in enumerate(docs)
+            )
+    properties = {}
+    if len(footer.properties):
+        properties = _value(footer.properties, limits, None, "properties")
+    return FileMetadata(blobs=tuple(blobs), properties=properties)
