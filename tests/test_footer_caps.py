@@ -159,3 +159,23 @@ def test_footers_past_256_mib_are_refused_cheaply(tmp_path: Path) -> None:
         f.write(size.to_bytes(4, "little") + bytes(4) + b"PFA1")
     with pytest.raises(puffin.LimitExceededError, match="max_footer_size"):
         puffin.open(sparse)
+
+
+@pytest.mark.parametrize("key", ["type", "offset", "properties"])
+def test_the_large_path_refuses_a_repeated_blob_key(key: str) -> None:
+    blobs = [_dv_blob(i) for i in range(300)]
+    payload = json.dumps({"blobs": blobs}, separators=(",", ":")).encode()
+    first = json.dumps(blobs[200], separators=(",", ":")).encode()
+    value = json.dumps(blobs[200][key], separators=(",", ":")).encode()
+    repeated = first[:-1] + b',"' + key.encode() + b'":' + value + b"}"
+    payload = payload.replace(first, repeated)
+    limits = puffin.Limits(max_json_values=100)  # the large path
+    with pytest.raises(puffin.InvalidFooterError, match="duplicate key") as info:
+        puffin.open(puffin_file(payload), limits=limits)
+    assert info.value.blob_index == 200
+    # The same name in a property or an unknown field is no repeat.
+    blobs[10]["properties"]["offset"] = "x"  # type: ignore[index]
+    blobs[11]["unknown"] = {"type": 1, "length": 2}
+    fine = json.dumps({"blobs": blobs}, separators=(",", ":")).encode()
+    with puffin.open(puffin_file(fine), limits=limits) as reader:
+        assert len(reader.blobs) == 300

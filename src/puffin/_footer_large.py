@@ -117,7 +117,42 @@ def _parse_large(data: bytes, limits: Limits) -> FileMetadata:
         at = _BYTE.search(text)
         error = InvalidFooterError(f"footer payload is not valid JSON: {_BYTE.sub('', text)}")
         raise PayloadError(error, int(at.group(1)) if at else 0) from None
+    _no_repeated_blob_keys(data, len(footer.blobs), limits)
     return _checked(footer, limits)
+
+
+_BLOB_KEYS = (b"type", b"fields", b"snapshot-id", b"sequence-number", b"offset", b"length",
+              b"compression-codec", b"properties")
+_SPACE_BEFORE_COLON = re.compile(rb'"\s+:')
+
+
+def _no_repeated_blob_keys(data: bytes, blobs: int, limits: Limits) -> None:
+    """Refuse a blob object that repeats a key (msgspec would keep the last value).
+
+    Each key's unescaped ``"key":`` tokens are counted over the whole payload (C speed);
+    only if some key appears more often than there are blobs (a repeat, or the same name
+    in a property or an unknown field) is each blob read again, exactly, to find it.
+    """
+    if _SPACE_BEFORE_COLON.search(data) is None:
+        counts = [data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":')
+                  for k in _BLOB_KEYS]
+        if max(counts) <= blobs:
+            return
+    import msgspec
+
+    shape = msgspec.defstruct("Raws", [("blobs", list[msgspec.Raw])])
+    raws: Any = msgspec.json.decode(data, type=shape)
+    for i, raw in enumerate(raws.blobs):
+        chunk = bytes(raw)
+        if not any(chunk.count(b'"' + k + b'"') > 1 for k in _BLOB_KEYS):
+            continue
+        try:  # the exact parser finds and places the repeat (within the caps)
+            parse_footer_payload(b'{"blobs":[' + chunk + b"]}", limits)
+        except PayloadError as at:
+            if "duplicate key" in at.error.reason:
+                raise at.error.with_context(blob_index=i) from None
+        except PuffinError:
+            pass  # not a repeat: the blob's own checks report it in their turn
 
 
 def _validation_error(text: str) -> InvalidFooterError:
