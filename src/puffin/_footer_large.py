@@ -43,9 +43,11 @@ def parse_footer(payload: bytes | bytearray | memoryview, limits: Limits) -> Fil
     data = payload if isinstance(payload, bytes) else bytes(payload)
     if len(data) <= EXACT_BYTES:
         violation = json_cap_violation(data, limits)
-        if violation is None or not isinstance(violation[0], LimitExceededError):
+        if violation is None:
             with recursion_room(limits.max_json_depth):
-                return parse_footer_payload(data, limits)
+                return parse_footer_payload(data, limits, checked=True)
+        if not isinstance(violation[0], LimitExceededError):  # too deep, at a known byte
+            raise PayloadError(*violation)
     return _parse_large(data, limits)
 
 

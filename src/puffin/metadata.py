@@ -162,7 +162,8 @@ class FileMetadata:
 
         Raises :class:`~puffin.InvalidFooterError` naming the blob and field at fault, and
         the byte of the payload where the JSON goes wrong; ``limits`` bounds the JSON's
-        nesting and size (see :class:`~puffin.Limits`).
+        nesting and size (see :class:`~puffin.Limits`). This parser builds every value:
+        :func:`puffin.open` also reads footers past ``Limits.max_json_values``.
         """
         try:
             return parse_footer_payload(payload, limits or DEFAULT_LIMITS)
@@ -214,9 +215,10 @@ class PayloadError(Exception):
 
 
 def parse_footer_payload(
-    payload: str | bytes | bytearray | memoryview, limits: Limits
+    payload: str | bytes | bytearray | memoryview, limits: Limits, *, checked: bool = False
 ) -> FileMetadata:
-    """:meth:`FileMetadata.from_json`, raising :class:`PayloadError` for positioned errors."""
+    """:meth:`FileMetadata.from_json`, raising :class:`PayloadError` for positioned errors;
+    ``checked``: the caller already found the bytes within the JSON caps."""
     raw_surrogates = False
     if isinstance(payload, str):
         text = payload
@@ -233,7 +235,7 @@ def parse_footer_payload(
         except UnicodeDecodeError as exc:
             raise PayloadError(InvalidFooterError(
                 f"footer payload is not valid UTF-8: {exc.reason}"), exc.start) from None
-    violation = json_cap_violation(data, limits)
+    violation = None if checked else json_cap_violation(data, limits)
     if violation is not None:
         raise PayloadError(*violation)
     try:
