@@ -40,8 +40,10 @@ _ROOM = threading.Lock()
 
 def parse_footer(payload: bytes | bytearray | memoryview, limits: Limits) -> FileMetadata:
     """The footer's metadata; raises :class:`PayloadError` for errors with a byte position."""
-    data = payload if isinstance(payload, bytes) else bytes(payload)
+    # A large footer is read where it lies (a bytearray from the LZ4 codec): no copy.
+    data = payload if isinstance(payload, (bytes, bytearray)) else bytes(payload)
     if len(data) <= EXACT_BYTES:
+        data = bytes(data)  # at most 16 MiB: the exact parser wants bytes
         violation = json_cap_violation(data, limits)
         if violation is None:
             with recursion_room(limits.max_json_depth):
@@ -99,7 +101,7 @@ def _decoder() -> Any:
     return msgspec.json.Decoder(footer), msgspec
 
 
-def _parse_large(data: bytes, limits: Limits) -> FileMetadata:
+def _parse_large(data: bytes | bytearray, limits: Limits) -> FileMetadata:
     decoder, msgspec = _decoder()
     try:
         with recursion_room(limits.max_json_depth):
@@ -128,7 +130,7 @@ _BLOB_KEYS = (b"type", b"fields", b"snapshot-id", b"sequence-number", b"offset",
 _SPACE_BEFORE_COLON = re.compile(rb'"\s+:')
 
 
-def _no_repeated_blob_keys(data: bytes, blobs: int, limits: Limits) -> None:
+def _no_repeated_blob_keys(data: bytes | bytearray, blobs: int, limits: Limits) -> None:
     """Refuse a blob object that repeats a key (msgspec would keep the last value).
 
     Each key's unescaped ``"key":`` tokens are counted over the whole payload (C speed);

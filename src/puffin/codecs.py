@@ -171,6 +171,13 @@ class Lz4Codec:
         return bytes(lz4.frame.compress(data, store_size=True, content_checksum=True))
 
     def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:
+        return bytes(self.decompress_buffer(data, max_size=max_size))
+
+    def decompress_buffer(
+        self, data: bytes | bytearray | memoryview, *, max_size: int
+    ) -> bytes | bytearray:
+        """:meth:`decompress` without the final copy of a large output into ``bytes``: the
+        reader's footer path, where a 256 MiB footer would otherwise cost 512 MiB."""
         import lz4.frame
 
         view = memoryview(data)
@@ -191,16 +198,13 @@ class Lz4Codec:
         # and at most one chunk at a time: lz4 allocates max_length up front, and memory
         # should follow the real output, not what the header claims.
         want = declared + 1
+        source = bytes(view)
         try:
-            out = decompressor.decompress(bytes(view), max_length=min(want, _CHUNK))
+            out: bytes | bytearray = decompressor.decompress(
+                source, max_length=min(want, _CHUNK)
+            )
             if len(out) == _CHUNK and want > _CHUNK:
-                parts = bytearray(out)
-                while not decompressor.eof and len(parts) < want:
-                    more = decompressor.decompress(b"", max_length=min(want - len(parts), _CHUNK))
-                    if not more:
-                        break
-                    parts += more
-                out = bytes(parts)
+                out = _lz4_rest(decompressor, source, out, want)
         except RuntimeError as exc:  # lz4 reports frame errors as RuntimeError
             raise CodecError(f"corrupt LZ4 frame: {exc}") from None
         if len(out) != declared:
@@ -210,7 +214,34 @@ class Lz4Codec:
             raise CodecError("LZ4 frame is truncated or holds more than its content size")
         if decompressor.unused_data:
             raise CodecError(f"{len(decompressor.unused_data)} bytes follow the LZ4 frame")
-        return bytes(out)
+        return out
+
+
+def _lz4_rest(decompressor: Any, source: bytes, first: bytes | bytearray, want: int) -> bytearray:
+    """The rest of a frame after its ``first`` chunk, in a buffer of exactly its size.
+
+    A first pass counts the output without keeping it (so what is allocated is what the
+    frame really holds, never its claim); the second writes into one buffer of that size,
+    which costs a second decoding but no doubling of memory at the end.
+    """
+    import lz4.frame
+
+    size = len(first)
+    while not decompressor.eof and size < want:
+        more = decompressor.decompress(b"", max_length=min(want - size, _CHUNK))
+        if not more:
+            break
+        size += len(more)
+    out = bytearray(size)
+    view = memoryview(out)
+    again = lz4.frame.LZ4FrameDecompressor()
+    chunk = again.decompress(source, max_length=min(size, _CHUNK))
+    at = 0
+    while chunk:
+        view[at : at + len(chunk)] = chunk
+        at += len(chunk)
+        chunk = again.decompress(b"", max_length=min(size - at, _CHUNK)) if at < size else b""
+    return out
 
 
 _REGISTRY: dict[str, Codec] = {}

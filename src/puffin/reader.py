@@ -134,17 +134,10 @@ class PuffinReader:
         self._check_payload_size(fstruct.payload_size)
         self._footer_start = footer_start
         payload_start = footer_start + MAGIC_LENGTH
-        payload = footer[MAGIC_LENGTH : MAGIC_LENGTH + fstruct.payload_size]
+        payload: bytes | bytearray = footer[MAGIC_LENGTH : MAGIC_LENGTH + fstruct.payload_size]
         del footer
         if fstruct.compressed:
-            lz4 = get_codec("lz4")
-            assert lz4 is not None
-            try:
-                payload = lz4.decompress(payload, max_size=self.limits.max_footer_size)
-            except PuffinError as exc:
-                raise exc.with_context(
-                    offset=payload_start, prefix="compressed footer payload"
-                ) from None
+            payload = self._decompressed_footer(payload, payload_start)
         try:
             metadata = parse_footer(payload, self.limits)
         except PayloadError as at:
@@ -153,6 +146,18 @@ class PuffinReader:
                 raise at.located("decompressed footer payload", offset=payload_start) from None
             raise at.located("footer payload", offset=payload_start + at.position) from None
         return metadata, footer_size, fstruct.compressed
+
+    def _decompressed_footer(self, payload: Any, payload_start: int) -> bytes | bytearray:
+        lz4 = get_codec("lz4")
+        assert lz4 is not None
+        # Our LZ4 codec hands a large footer over without copying it into bytes.
+        decompress = getattr(lz4, "decompress_buffer", lz4.decompress)
+        try:
+            out: bytes | bytearray = decompress(payload, max_size=self.limits.max_footer_size)
+        except PuffinError as exc:
+            prefix = "compressed footer payload"
+            raise exc.with_context(offset=payload_start, prefix=prefix) from None
+        return out
 
     def _check_payload_size(self, payload_size: int) -> None:
         largest = self.file_size - MIN_FILE_SIZE
