@@ -171,13 +171,19 @@ class Lz4Codec:
         return bytes(lz4.frame.compress(data, store_size=True, content_checksum=True))
 
     def decompress(self, data: bytes | bytearray | memoryview, *, max_size: int) -> bytes:
-        return bytes(self.decompress_buffer(data, max_size=max_size))
+        return bytes(self._decompress(data, max_size=max_size, exact=False))
 
     def decompress_buffer(
         self, data: bytes | bytearray | memoryview, *, max_size: int
     ) -> bytes | bytearray:
-        """:meth:`decompress` without the final copy of a large output into ``bytes``: the
-        reader's footer path, where a 256 MiB footer would otherwise cost 512 MiB."""
+        """:meth:`decompress` into one buffer of exactly the output's size, never copied into
+        ``bytes``: the reader's footer path, where a 256 MiB footer would otherwise cost
+        512 MiB. A large frame is decoded twice (counted, then written)."""
+        return self._decompress(data, max_size=max_size, exact=True)
+
+    def _decompress(
+        self, data: bytes | bytearray | memoryview, *, max_size: int, exact: bool
+    ) -> bytes | bytearray:
         import lz4.frame
 
         view = memoryview(data)
@@ -204,7 +210,7 @@ class Lz4Codec:
                 source, max_length=min(want, _CHUNK)
             )
             if len(out) == _CHUNK and want > _CHUNK:
-                out = _lz4_rest(decompressor, source, out, want)
+                out = _lz4_rest(decompressor, source, out, want, exact=exact)
         except RuntimeError as exc:  # lz4 reports frame errors as RuntimeError
             raise CodecError(f"corrupt LZ4 frame: {exc}") from None
         if len(out) != declared:
@@ -217,21 +223,30 @@ class Lz4Codec:
         return out
 
 
-def _lz4_rest(decompressor: Any, source: bytes, first: bytes | bytearray, want: int) -> bytearray:
-    """The rest of a frame after its ``first`` chunk, in a buffer of exactly its size.
+def _lz4_rest(
+    decompressor: Any, source: bytes, first: bytes | bytearray, want: int, *, exact: bool
+) -> bytearray:
+    """The frame's output after its ``first`` chunk, up to ``want`` bytes, grown chunk by
+    chunk; with ``exact``, in a buffer of exactly its size.
 
-    A first pass counts the output without keeping it (so what is allocated is what the
-    frame really holds, never its claim); the second writes into one buffer of that size,
-    which costs a second decoding but no doubling of memory at the end.
+    Then a first pass counts the output without keeping it (so what is allocated is what
+    the frame really holds, never its claim) and the second writes into one buffer of that
+    size: a second decoding, but no growth slack and no copy at the end.
     """
     import lz4.frame
 
+    grown = bytearray(first)
     size = len(first)
     while not decompressor.eof and size < want:
         more = decompressor.decompress(b"", max_length=min(want - size, _CHUNK))
         if not more:
             break
         size += len(more)
+        if not exact:
+            grown += more
+    if not exact:
+        return grown
+    del grown
     out = bytearray(size)
     view = memoryview(out)
     again = lz4.frame.LZ4FrameDecompressor()
