@@ -50,6 +50,21 @@ def side_python(venv: str) -> Path:
     return python
 
 
+def stop_server(proc: subprocess.Popen[str] | None, *, grace: float) -> None:
+    """Close a server's stdin (each of ours stops itself then); kill it after ``grace`` s."""
+    if proc is None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
 def run_child(python: Path, script: str, args: Sequence[str], *, timeout: float) -> pa.Table:
     """Run ``script`` (in this folder) with ``python``; it writes its rows as an Arrow IPC file.
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from peers._common import REPO, PeerError, metadata_path, side_python
+from peers._common import REPO, PeerError, metadata_path, side_python, stop_server
 
 JAVA_VENV = ".venv-java"
 ROW_LINEAGE = ["_row_id", "_last_updated_sequence_number"]
@@ -79,17 +79,7 @@ class JavaPeer:
     def stop(self) -> None:
         """Close the server's stdin (it stops Spark); kill it if it has not within 30 s."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_server(proc, grace=30)
 
     def log(self) -> str:
         """The server's stderr (Spark's and Java's own messages), for failure reports."""

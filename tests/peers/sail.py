@@ -22,7 +22,7 @@ from types import TracebackType
 
 import pyarrow as pa
 
-from peers._common import PeerError, metadata_path, run_child, side_python
+from peers._common import PeerError, metadata_path, run_child, side_python, stop_server
 
 SAIL_VENV = ".venv-sail"
 _VERSION = re.compile(r"^v(\d+)\.metadata\.json$")
@@ -71,17 +71,7 @@ class SailServer:
     def stop(self) -> None:
         """Close the server's stdin (it stops itself); kill it if it has not within 10 s."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        stop_server(proc, grace=10)
 
     def log(self) -> str:
         """The server's own log (its stderr), for failure messages."""
