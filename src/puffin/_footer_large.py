@@ -7,9 +7,10 @@ hundreds of thousands of data files, or one with a large unknown field) is decod
 straight from the bytes into the fields a blob keeps: values nothing keeps (unknown fields
 and whatever they nest) are skipped without building a Python object, so memory follows the
 blobs, not the payload's bulk. The blobs are then checked by the same rules
-(:meth:`BlobMetadata.from_json_dict`). What the large path does not do: find duplicate keys
-(msgspec keeps the last value, as Jackson does) and give a byte position for a type error
-(it names the blob and field instead). docs/reliability.md has the measured memory.
+(:meth:`BlobMetadata.from_json_dict`), and keys a blob or its properties repeat are found.
+What the large path does not do: refuse a repeated top-level key (msgspec keeps the last
+value, as Jackson does) and give a byte position for a type error (it names the blob and
+field instead). docs/reliability.md has the measured memory.
 """
 
 from __future__ import annotations
