@@ -19,10 +19,10 @@ examples:
   puffin conformance run                          # this library against the shipped corpus
   puffin conformance run --adapter pyiceberg --json
   puffin conformance run --impl "java -jar my-adapter.jar" --tier deletion-vector
-adapters: puffin, pyiceberg, datasketches, pyroaring, java; for the table tier also
-iceberg-rust, duckdb, duckdb-1.5.5 (.venv-duckdb15) and sail (.venv-sail).  --impl CMD runs any
-program that speaks the JSON-lines protocol of docs/conformance.md.  Exit status 1 when a
-vector fails.
+adapters: puffin, pyiceberg, datasketches, pyroaring, java, iceberg-java (Iceberg Java 1.10.2
+itself, .venv-java); for the table tier also iceberg-rust, duckdb, duckdb-1.5.5
+(.venv-duckdb15) and sail (.venv-sail).  --impl CMD runs any program that speaks the
+JSON-lines protocol of docs/conformance.md.  Exit status 1 when a vector fails.
 """
 
 
