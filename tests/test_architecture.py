@@ -5,6 +5,8 @@
 - Each standard blob-type and blob-property name is a string literal in one module only.
 - Modules stay small: about 400 lines, functions about 60.
 - ``import puffin.iceberg`` stays light (no argparse, no CLI, no pyiceberg).
+- The package stands alone: nothing imports the repository's ``tools``, ``tests`` or ``bench``,
+  which the wheel does not ship.
 """
 
 from __future__ import annotations
@@ -87,6 +89,24 @@ def _imports(path: Path, module: str) -> Iterator[tuple[int, str]]:
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
             if node.args and isinstance(node.args[0], ast.Constant):
                 yield node.lineno, str(node.args[0].value)
+
+
+# Repository folders the wheel does not ship (pyproject.toml: packages = ["src/puffin"]).
+_REPOSITORY_ONLY = ("tools", "tests", "bench")
+
+
+def test_nothing_imports_the_repository_folders() -> None:
+    """A module under src/puffin that imports ``tools``, ``tests`` or ``bench`` (also inside
+    a function, also through ``importlib.import_module``) works only in a checkout."""
+    wrong: dict[str, str] = {}  # place -> the module imported there (not its names too)
+    for module, path in _modules():
+        for line, target in _imports(path, module):
+            if target.split(".")[0] in _REPOSITORY_ONLY:
+                place = f"{path.relative_to(ROOT)}:{line}"
+                wrong[place] = min(wrong.get(place, target), target, key=len)
+    assert not wrong, "the installed wheel has no such module:\n" + "\n".join(
+        f"{place} imports {target}" for place, target in sorted(wrong.items())
+    )
 
 
 def test_every_part_has_a_rank() -> None:

@@ -64,7 +64,7 @@ class PyicebergAdapter:
             return error(exc)
 
     def _container(self, data: bytes) -> Response:
-        from tools.conformance_gen.build import container_result
+        from puffin.conformance.results import container_result
 
         reader = self._puffin.PuffinFile(data)
         blobs = []
