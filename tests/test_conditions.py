@@ -76,7 +76,9 @@ def test_cli_refuses_mistakes_with_exit_2_and_commits_nothing(
     warehouse: Path, table: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = table.metadata_location
-    for where in ["category = 7 and", "user_name = 7", "price >= 999.555", "nope = 1"]:
+    mistakes = ["category = 7 and", "user_name = 7", "price >= 999.555", "nope = 1",
+                "category = 9.5", "id = 10.7", "category = '7'", "category = 99999999999"]
+    for where in mistakes:
         assert main(_cli(warehouse, "--where", where)) == 2, where
         err = capsys.readouterr().err
         assert "internal error" not in err and "puffin table delete: error:" in err
@@ -106,3 +108,20 @@ def test_the_decimal_from_the_report_now_deletes(tmp_path: Path) -> None:
     expected = sum(1 for p in prices if p is not None and p >= 999.5)
     result = delete_rows(table, "price >= 999.5")
     assert result.deleted_rows == expected
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_overwrite_refuses_an_inexact_literal_on_every_format_version(
+    tmp_path: Path, version: int
+) -> None:
+    from puffin.iceberg import overwrite
+
+    table = create_sample_table(local_catalog(tmp_path), "db.t", rows=200, files=1)
+    if version == 3:
+        table = upgrade_to_v3(table)
+    before = table.metadata_location
+    rows = table.scan().to_arrow().slice(0, 3)
+    for where in ["category = 9.5", "category = '7'", "category = 99999999999"]:
+        with pytest.raises(UsageError):
+            overwrite(table, rows, where)
+    assert local_catalog(tmp_path).load_table("db.t").metadata_location == before

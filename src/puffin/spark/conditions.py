@@ -7,7 +7,8 @@ user's text to Spark's SQL parser (which reads ``category = 7 and`` as a column 
 deletes every ``category = 7`` row).
 
 The column matches exactly the rows pyiceberg's Arrow evaluation matches, where Spark's SQL
-semantics differ: ``in`` is false (not null) for a null value, so ``not in`` matches nulls;
+semantics differ: ``in`` is false (not null) for a null value (``bind_where`` adds ``is not
+null`` to a ``not in``, so a null matches neither, as in SQL);
 ``is_nan`` of a null is null (Spark's ``isnan`` says false, so ``not x is nan`` would match
 nulls); a NaN is neither equal to, less than nor greater than anything (Spark orders NaN
 above every number and equal to itself).

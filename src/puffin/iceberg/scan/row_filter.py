@@ -20,31 +20,45 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["bind_where", "matching_by_file", "matching_positions"]
+__all__ = ["bind_where", "check_where", "matching_by_file", "matching_positions"]
 
 
 def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpression:
     """``where`` bound to the table's current schema (``AlwaysFalse`` when nothing can match).
 
     Strict, so that a mistake never changes which rows match: a string must parse whole
-    (pyiceberg's row-filter grammar), every column must exist, and every literal must be a
-    value of its column's type.  A decimal literal with fewer decimal places than the column
-    is rescaled (``999.5`` for a ``decimal(12, 2)`` column is ``999.50``); one with more is
-    refused rather than rounded.
+    (pyiceberg's row-filter grammar), every column must exist, and every literal must be
+    exactly a value of its column's type (:mod:`puffin.iceberg.scan.literals`: ``9.5`` on an
+    integer column, ``'7'`` on a number or ``99999999999`` on an ``int`` is refused, never
+    rounded, coerced or clamped).  A decimal literal with fewer decimal places than the
+    column is rescaled (``999.5`` for a ``decimal(12, 2)`` column is ``999.50``).
     """
-    from pyiceberg.expressions import AlwaysFalse, BooleanExpression
-    from pyiceberg.expressions.visitors import bind, visit
+    from pyiceberg.expressions import AlwaysFalse
+    from pyiceberg.expressions.visitors import bind
+
+    expr = check_where(table, where)
+    try:
+        bound = bind(table.schema(), expr, case_sensitive=True)
+    except (ValueError, TypeError) as exc:  # pragma: no cover - _Checked binds each first
+        raise UsageError(f"cannot apply the row filter {where!r} to the table: {exc}") from None
+    return AlwaysFalse() if bound == AlwaysFalse() else bound
+
+
+def check_where(table: Table, where: BooleanExpression | str) -> BooleanExpression:
+    """``where`` unbound, with every literal replaced by the exact value of its column's
+    type, or refused as :func:`bind_where` refuses it: what to hand pyiceberg's own
+    ``overwrite``/``delete``, which bind it themselves."""
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.expressions.visitors import rewrite_not, visit
 
     expr = _parse(where) if isinstance(where, str) else where
     if not isinstance(expr, BooleanExpression):
         raise TypeError(f"where must be a row-filter string or BooleanExpression, got {where!r}")
-    schema = table.schema()
-    expr = visit(expr, _checked(schema, where))
-    try:
-        bound = bind(schema, expr, case_sensitive=True)
-    except (ValueError, TypeError) as exc:  # pragma: no cover - _Checked binds each first
-        raise UsageError(f"cannot apply the row filter {where!r} to the table: {exc}") from None
-    return AlwaysFalse() if bound == AlwaysFalse() else bound
+    # Negations pushed down to the predicates first (``not x in (1, 2)`` is ``x not in (1,
+    # 2)``), so that a null matches neither ``in`` nor ``not in``, as in SQL engines and as
+    # pyiceberg's own ``x not in (1)`` (its ``x != 1``) already does.
+    checked: BooleanExpression = visit(rewrite_not(expr), _checked(table.schema(), where))
+    return checked
 
 
 def _literal_values(pred: Any) -> list[Any]:
@@ -53,35 +67,21 @@ def _literal_values(pred: Any) -> list[Any]:
     return [pred.literal] if hasattr(pred, "literal") else []
 
 
-def _rescaled(pred: Any, field_type: Any) -> Any:
-    """A predicate on a decimal column with its literals at the column's scale, exactly."""
-    from decimal import Decimal
+def _exact(pred: Any, field_type: Any) -> Any:
+    """``pred`` with each literal exactly a value of the column's type (or refused)."""
+    from puffin.iceberg.scan.literals import exact_literal
 
-    from pyiceberg.expressions.literals import literal as make_literal
-
-    exponent = Decimal(1).scaleb(-field_type.scale)
-    values = []
-    for lit in _literal_values(pred):
-        value = lit.value
-        if not isinstance(value, (Decimal, int)):
-            return pred
-        scaled = Decimal(value).quantize(exponent)
-        if scaled != value:
-            raise UsageError(
-                f"{value} has more decimal places than column {pred.term.name!r} "
-                f"({field_type}) holds; it would have to be rounded"
-            )
-        values.append(make_literal(scaled))
+    values = [exact_literal(lit, field_type, pred.term.name) for lit in _literal_values(pred)]
     if hasattr(pred, "literals"):
         return type(pred)(pred.term, values)
-    return type(pred)(pred.term, values[0])
+    if hasattr(pred, "literal"):
+        return type(pred)(pred.term, values[0])
+    return pred
 
 
 def _check_predicate(schema: Any, pred: Any, where: object) -> Any:
     """``pred`` if it binds to ``schema``, else a :class:`UsageError` naming the column,
     its type and the literal (or :class:`ColumnNotFoundError`)."""
-    from pyiceberg.types import DecimalType
-
     name = pred.term.name
     try:
         field = schema.find_field(name, case_sensitive=True)
@@ -90,8 +90,7 @@ def _check_predicate(schema: Any, pred: Any, where: object) -> Any:
             f"the row filter {where!r} names column {name!r}, which the table does not "
             f"have (columns: {', '.join(f.name for f in schema.fields)})"
         ) from None
-    if isinstance(field.field_type, DecimalType):
-        pred = _rescaled(pred, field.field_type)
+    pred = _exact(pred, field.field_type)
     try:
         pred.bind(schema, case_sensitive=True)
     except (ValueError, TypeError):
@@ -129,7 +128,12 @@ def _checked(schema: Any, where: object) -> Any:
             return Or(left_result, right_result)
 
         def visit_unbound_predicate(self, predicate: Any) -> Any:
-            return _check_predicate(schema, predicate, where)
+            from pyiceberg.expressions import NotIn, NotNull
+
+            checked = _check_predicate(schema, predicate, where)
+            if isinstance(checked, NotIn):  # SQL: a null is in nothing and not in nothing
+                return And(checked, NotNull(checked.term))
+            return checked
 
         def visit_bound_predicate(self, predicate: Any) -> Any:
             return predicate
@@ -202,6 +206,7 @@ def matching_positions(
         translated = translate_column_names(
             bound, file_schema, case_sensitive=True, projected_field_values=missing
         )
+        file_schema = _uuid_as_fixed(file_schema)
         file_bound = bind(file_schema, translated, True)
         file_filter = expression_to_pyarrow(file_bound, file_schema)
         columns = sorted(
@@ -211,6 +216,38 @@ def matching_positions(
             }
         )
         data = fragment.to_table(schema=fragment.physical_schema, columns=columns)
+    data = _uuid_storage(data)
     data = data.append_column("__pos", pa.array(np.arange(data.num_rows, dtype=np.int64)))
     matched = data.filter(file_filter).column("__pos").to_numpy()
     return np.sort(matched.astype(np.int64, copy=False))
+
+
+def _uuid_as_fixed(schema: Any) -> Any:
+    """``schema`` with top-level ``uuid`` columns as ``fixed[16]``: Arrow has no comparison
+    for its uuid extension type, so they are compared as their 16 bytes (the same values)."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import FixedType, NestedField, UUIDType
+
+    if not any(isinstance(f.field_type, UUIDType) for f in schema.fields):
+        return schema
+    fields = [
+        NestedField(f.field_id, f.name, FixedType(16), f.required, f.doc)
+        if isinstance(f.field_type, UUIDType)
+        else f
+        for f in schema.fields
+    ]
+    return Schema(*fields, schema_id=schema.schema_id)
+
+
+def _uuid_storage(data: Any) -> Any:
+    """``data`` with Arrow uuid extension columns as their ``fixed_size_binary(16)`` storage."""
+    import pyarrow as pa
+
+    for i, field in enumerate(data.schema):
+        kind = field.type
+        if isinstance(kind, pa.BaseExtensionType) and kind.storage_type == pa.binary(16):
+            storage = pa.chunked_array(
+                [chunk.storage for chunk in data.column(i).chunks], type=pa.binary(16)
+            )
+            data = data.set_column(i, field.with_type(pa.binary(16)), storage)
+    return data

@@ -19,7 +19,7 @@ from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
+from puffin.iceberg.scan.row_filter import bind_where, check_where, matching_by_file
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,8 +54,8 @@ def overwrite(
     if statistics not in ("update", "none"):
         raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
     follow = statistics == "update" and has_statistics(table)
-    if table.metadata.format_version < 3:
-        table.overwrite(data, overwrite_filter=where)  # pyiceberg: copy-on-write
+    if table.metadata.format_version < 3:  # pyiceberg: copy-on-write, the filter checked
+        table.overwrite(data, overwrite_filter=check_where(table, where))
         return follow_statistics(table, follow)
     bound = bind_where(table, where)
     check_schema(table, data.schema)
