@@ -16,7 +16,15 @@ from typing import IO, Any, Protocol, Union
 
 from puffin.errors import InvalidFileError
 
-__all__ = ["RandomAccessSource", "Source", "check_range", "local_source", "short_read"]
+__all__ = [
+    "RandomAccessSource",
+    "Source",
+    "check_range",
+    "check_regular",
+    "local_source",
+    "open_regular",
+    "short_read",
+]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes], Any]
 
@@ -62,23 +70,41 @@ class _BytesSource:
         pass
 
 
+def open_regular(path: str, *, what: str = "a Puffin file") -> tuple[int, int]:
+    """Open ``path`` to read, at once: its descriptor and size, or InvalidFileError (naming
+    ``path``) when it is not a regular file, such as a FIFO, a directory or ``/dev/zero``.
+
+    The one check of every local read: :func:`local_source` and the ``puffin`` commands
+    (their Parquet inputs too, ``what`` naming the format) refuse the same files with the
+    same words.  OSError when the path cannot be opened (missing, no permission).
+    """
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidFileError(
+                f"{_kind(info.st_mode)}, not a regular file: cannot be read as {what}",
+                location=path,
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info.st_size
+
+
+def check_regular(path: str, *, what: str = "a Puffin file") -> None:
+    """Raise as :func:`open_regular` does unless ``path`` is a regular file; opens nothing
+    that stays open, and never blocks."""
+    fd, _ = open_regular(path, what=what)
+    os.close(fd)
+
+
 class _PathSource:
     def __init__(self, path: str, file_size: int | None) -> None:
         self.name: str | None = path
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
-        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-        self._fd = os.open(path, flags)
-        try:
-            info = os.fstat(self._fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise InvalidFileError(
-                    f"{_kind(info.st_mode)}, not a regular file: cannot be read as a Puffin file",
-                    location=path,
-                )
-            actual = info.st_size
-        except BaseException:
-            os.close(self._fd)
-            raise
+        self._fd, actual = open_regular(path)
         self.size = actual if file_size is None else file_size
         self._lock = None if hasattr(os, "pread") else threading.Lock()
         # Reads in flight: close() waits for them, so a descriptor number that the OS hands

@@ -48,7 +48,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from puffin.cli._common import InputError
+from puffin.cli._common import InputError, write_error
 from puffin.cli._parser import (
     BUILTIN_COMMANDS,
     add_progress_option,
@@ -119,12 +119,6 @@ def describe_error(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _error(command: str | None, message: str, mode: str) -> None:
-    colours = colours_for(sys.stderr, mode)
-    prog = f"puffin {command}" if command else "puffin"
-    sys.stderr.write(f"{prog}: {colours.red('error')}: {message}\n")
-
-
 def _report(exc: BaseException, command: str | None, *, debug: bool, mode: str) -> int:
     """Write the one-line message for ``exc`` (and the traceback with --debug)."""
     status = exit_status(exc)
@@ -145,7 +139,7 @@ def _report(exc: BaseException, command: str | None, *, debug: bool, mode: str) 
         )
     else:
         message = describe_error(exc)
-    _error(command, message, mode)
+    write_error(command, message, mode)
     return status
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from puffin.cli._common import opened
+from puffin.cli._common import opened, require_output
 from puffin.errors import UsageError
 
 __all__ = ["run"]
@@ -25,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
             "refusing to write a blob's binary payload to a terminal: redirect standard "
             "output (> FILE) or pass --output FILE"
         )
+    if args.output is not None:
+        require_output(args.output)
     with opened(args.file) as reader:
         count = len(reader.blobs)
         if not -count <= args.blob < count:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import unicodedata
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from puffin.errors import IntegrationError, InvalidFileError, PuffinError
+from puffin.cli._style import colours_for
+from puffin.errors import IntegrationError, InvalidFileError, PuffinError, UsageError
 
 __all__ = [
     "InputError",
     "error_dict",
+    "not_regular",
     "opened",
     "printable",
     "reading",
+    "require_output",
+    "require_regular",
+    "write_error",
     "write_json",
 ]
 
@@ -75,6 +81,57 @@ def reading(path: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[N
 
             hint = format_hint(path)
         raise InputError(f"{path}: {_describe(exc, path)}{hint}", hint=hint) from exc
+
+
+def _local(path: str) -> str | None:
+    """The local file a command argument names, as :func:`puffin.locations.open_source`
+    reads it: a plain path as given, a ``file:`` URL's path; None for any other URL."""
+    from puffin.locations import is_url, local_path
+
+    return local_path(path) if is_url(path) else path
+
+
+def not_regular(path: str, what: str = "a Puffin file") -> InputError | None:
+    """The error for an input that is a FIFO, a directory, a device: the library's own
+    check (:func:`puffin._source.check_regular`), at once, naming ``path``.
+
+    None for a regular file, a remote URL, or a path that cannot be opened at all (missing,
+    no permission): the command reports that as it reports any unreadable input.
+    """
+    from puffin._source import check_regular
+
+    local = _local(path)
+    if local is None:
+        return None
+    try:
+        check_regular(local, what=what)
+    except InvalidFileError as exc:
+        return InputError(f"{path}: {_describe(exc, local)}")
+    except OSError:
+        return None
+    return None
+
+
+def require_regular(path: str, what: str = "a Puffin file") -> None:
+    """Raise :func:`not_regular`'s error, if any, before anything reads ``path``."""
+    error = not_regular(path, what)
+    if error is not None:
+        raise error
+
+
+def require_output(path: str, option: str = "--output") -> None:
+    """A usage error (exit status 2) when the file to write is an existing directory, raised
+    before any work, rather than failing at the end with ``Is a directory``."""
+    local = _local(path)
+    if local is not None and os.path.isdir(local):
+        raise UsageError(f"{path}: a directory, not a file: {option} names the file to write")
+
+
+def write_error(command: str | None, message: str, mode: str) -> None:
+    """The one error line on stderr: ``puffin COMMAND: error: message``."""
+    colours = colours_for(sys.stderr, mode)
+    prog = f"puffin {command}" if command else "puffin"
+    sys.stderr.write(f"{prog}: {colours.red('error')}: {message}\n")
 
 
 @contextlib.contextmanager

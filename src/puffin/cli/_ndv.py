@@ -16,7 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.cli._common import InputError, printable, reading, write_json
+from puffin.cli._common import (
+    InputError,
+    printable,
+    reading,
+    require_output,
+    require_regular,
+    write_json,
+)
 from puffin.cli._style import colours_for
 from puffin.errors import ColumnNotFoundError, PuffinError, UsageError
 from puffin.support.deps import require
@@ -145,6 +152,10 @@ def run(args: argparse.Namespace) -> int:
     pa = require("pyarrow", "arrow")
     pq = require("pyarrow.parquet", "arrow")
     wanted = _wanted_columns(args)
+    if args.output is not None:
+        require_output(args.output)
+    for path in args.files:  # every input before the first is read: a FIFO would block it
+        require_regular(path, "a Parquet file")
     bad_input = (pa.ArrowException,)
     files: list[Any] = []
     for path in args.files:

@@ -22,12 +22,19 @@ _FORMATS = (
 
 def format_hint(path: str) -> str:
     """``"; this is a Parquet file ..."`` for a recognizable non-Puffin file, else ``""``."""
+    from puffin._source import open_regular
+
     try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            size = os.fstat(f.fileno()).st_size
-    except (OSError, ValueError, TypeError):
+        # Only a regular file: a FIFO would block the open, /dev/zero is no format.
+        fd, size = open_regular(path)
+    except (OSError, ValueError, TypeError):  # InvalidFileError is a ValueError
         return ""
+    try:
+        head = os.read(fd, 8)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     from puffin.blobs._dv_format import MAGIC as DV_MAGIC  # only on this error path
 
     quoted = shlex.quote(path)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from puffin.cli._common import printable, write_json
+from puffin.cli._common import not_regular, printable, write_error, write_json
 from puffin.cli._style import colours_for
 
 __all__ = ["SCHEMA_VERSION", "check_file", "run"]
@@ -77,6 +77,9 @@ def _where(path: str, problem: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # A FIFO, a directory, a device: refused at once by the library's own check, and in the
+    # text output an error on stderr (naming the file), not a problem line; still invalid.
+    refused = {path: error for path in args.files if (error := not_regular(path)) is not None}
     results = [check_file(path) for path in args.files]
     valid = all(r["valid"] for r in results)
     if args.json:
@@ -91,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
         return 0 if valid else 1
     c = colours_for(sys.stdout, args.color)
     for result in results:
+        if result["file"] in refused:
+            write_error("verify", str(refused[result["file"]]), args.color)
+            continue
         if result["valid"]:
             if not args.quiet:
                 n = result["blob_count"]
