@@ -34,7 +34,7 @@ from peers import (
     read_pyiceberg,
     read_sail,
 )
-from peers.iceberg_java import ROW_LINEAGE, JavaPeer
+from peers.iceberg_java import ROW_LINEAGE, JavaPeer, read_java
 from puffin.blobs.theta import ThetaSketch
 from puffin.iceberg import (
     add_files,
@@ -50,6 +50,7 @@ from puffin.iceberg import (
     upgrade_to_v3,
     verify_table,
 )
+from puffin.iceberg.scan.plan import plan_files
 from puffin.locations import local_path
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -465,3 +466,40 @@ def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaP
     assert changed == {i for i in live if category[i] == 50}
     assert verify_table(table).ok, verify_table(table).problems
     assert not _unreferenced(table)
+
+
+def test_a_warehouse_named_with_space_percent_and_accent(
+    tmp_path: Path, java: JavaPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Locations keep a folder's name as it is (no percent-encoding, which no engine decodes
+    in a file: location): the whole workflow in ``my wh %41 é`` through the command line,
+    read back by pyiceberg, DuckDB and Java as the rows the batches say."""
+    from puffin.cli import main
+
+    wh = tmp_path / "my wh %41 é"
+    monkeypatch.chdir(tmp_path)
+    common = ["--warehouse", str(wh)]
+    assert main(["table", "sample", "db.t", "--rows", "600", "--files", "2", *common]) == 0
+    assert main(["table", "upgrade", "db.t", *common]) == 0
+    assert main(["table", "delete", "db.t", "--where", "category < 50", *common]) == 0
+    day3 = tmp_path / "in dir é" / "day 3.parquet"
+    day3.parent.mkdir()
+    pq.write_table(sample_batch(40, start=1000, seed=4), day3)
+    relative = str(day3.relative_to(tmp_path))
+    assert main(["table", "add-files", "db.t", relative, *common]) == 0
+    for again in (str(day3), f"file://{day3}", relative):
+        assert main(["table", "add-files", "db.t", again, *common]) == 2
+    assert main(["table", "stats", "compute", "db.t", *common]) == 0
+    table = local_catalog(wh, create=False).load_table("db.t")
+    planned = plan_files(table, table.current_snapshot())
+    paths = {local_path(p.path) or "" for p in planned}
+    assert str(day3) in paths and all(p.startswith(f"{wh}/") for p in paths - {str(day3)})
+    assert verify_table(table).ok, verify_table(table).problems
+    sample = pa.concat_tables([sample_batch(300, start=0), sample_batch(300, start=300)])
+    category = sample.column("category").to_pylist()
+    ids = sample.column("id").to_pylist()
+    expected = {i for i, c in zip(ids, category, strict=True) if c is not None and c >= 50}
+    expected |= set(range(1000, 1040))
+    for read in (read_pyiceberg, read_duckdb, lambda m: read_java(java, m)):
+        assert _ids(read(table.metadata_location)) == expected
+    assert not [p for p in tmp_path.iterdir() if p.name not in ("my wh %41 é", "in dir é")]

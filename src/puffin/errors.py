@@ -28,6 +28,12 @@ the Iceberg and the Spark integrations.  The CLI maps each branch to an exit sta
         CommitConflictError     a commit lost to concurrent commits, after retries
         CatalogLockedError      the embedded catalog's database stayed locked by another
                                 process for longer than the wait, after retries
+
+    KeyboardInterrupt           Ctrl-C or SIGTERM before a commit: nothing    exit 130
+                                it wrote is left
+      InterruptedAfterCommit    Ctrl-C or SIGTERM once the commit landed:    exit 4
+                                the message names the snapshot and what was
+                                left undone
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ __all__ = [
     "CommitConflictError",
     "DeletionVectorError",
     "IntegrationError",
+    "InterruptedAfterCommit",
     "InvalidBlobError",
     "InvalidFileError",
     "InvalidFooterError",
@@ -256,3 +263,24 @@ class CatalogLockedError(TableError):
     wait (``PUFFIN_CATALOG_BUSY_TIMEOUT``), through every retry.  Nothing was committed and
     the files written for the commit were removed; the message names the database."""
 
+
+
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM arrived once the commit had landed: the table has the new snapshot.
+
+    A ``KeyboardInterrupt``, so a program stops as the user asked, but one that says the
+    truth: ``snapshot_id`` is committed (running the job again would apply it twice) and
+    ``remaining`` names the follow-up work that did not run (``None`` when nothing did not),
+    such as statistics not brought up to date.  The command line exits with status 4 and
+    says both.
+    """
+
+    def __init__(self, snapshot_id: int | None, table: object, remaining: str | None = None):
+        super().__init__(snapshot_id, remaining)
+        self.snapshot_id = snapshot_id
+        self.table = table
+        self.remaining = remaining
+
+    def __str__(self) -> str:
+        done = f"snapshot {self.snapshot_id} is committed"
+        return f"{done}; {self.remaining}" if self.remaining else done

@@ -34,10 +34,12 @@ if TYPE_CHECKING:
     from pyiceberg.io import FileIO
 
 __all__ = [
+    "cut_by_pyiceberg",
     "is_input_file",
     "is_output_file",
     "is_url",
     "local_path",
+    "location_key",
     "open_input",
     "open_output",
     "open_source",
@@ -79,6 +81,29 @@ def local_path(location: str) -> str | None:
     if netloc in ("", "localhost"):
         return slash + path
     return f"{netloc}{slash}{path}"
+
+
+def cut_by_pyiceberg(location: str) -> str | None:
+    """The ``#`` or ``?`` in ``location`` where pyiceberg's file IO would cut it, or None.
+
+    pyiceberg parses every location with ``urlparse``, so ``file:///wh/my #1/t`` is the file
+    ``/wh/my `` to it: the files it writes there land outside the folder, one over the other.
+    Iceberg Java and this library read the same location as the folder ``my #1``, and no
+    spelling makes all of them agree: percent-encoding (``%23``) is a different folder to
+    both, since neither decodes ``file:`` locations (docs/interop.md).  Such a location is
+    refused for writes rather than written to the wrong place.
+    """
+    for mark in ("#", "?"):
+        if mark in location:
+            return mark
+    return None
+
+
+def location_key(location: str) -> str:
+    """What identifies a file however its location is spelled (``/t/x``, ``file:/t/x``,
+    ``file:///t/x``, a relative path): its normalized local path, or the URL itself."""
+    local = local_path(location)
+    return os.path.normpath(local) if local is not None else location
 
 
 def _drive(location: str) -> bool:

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -29,9 +28,11 @@ class PeerError(RuntimeError):
 
 def metadata_path(location: str | os.PathLike[str]) -> Path:
     """A local path for a metadata.json given as a path or a ``file://`` URL."""
+    from puffin.locations import local_path
+
     text = os.fspath(location)
-    if text.startswith("file:"):
-        text = unquote(urlparse(text).path)
+    if text.startswith("file:"):  # no unquoting: '%41' is three characters of the name
+        text = local_path(text) or text
     return Path(text).resolve()
 
 

@@ -13,7 +13,8 @@ from peers._common import metadata_path
 
 def static_table(metadata: str | os.PathLike[str]) -> StaticTable:
     """The table at one metadata.json, without a catalog (what every peer is handed)."""
-    return StaticTable.from_metadata(metadata_path(metadata).as_uri())
+    # file:// and the path as it is: pyiceberg does not decode Path.as_uri()'s escapes.
+    return StaticTable.from_metadata(f"file://{metadata_path(metadata)}")
 
 
 def table_schema(metadata: str | os.PathLike[str]) -> Schema:

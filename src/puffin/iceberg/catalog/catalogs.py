@@ -19,6 +19,7 @@ from puffin.errors import (
     TableNotFoundError,
     UsageError,
 )
+from puffin.locations import cut_by_pyiceberg
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -74,6 +75,13 @@ def local_catalog(
     from puffin.iceberg.catalog import sqlite
 
     folder = Path(warehouse).resolve() if warehouse is not None else default_warehouse()
+    mark = cut_by_pyiceberg(str(folder))
+    if mark is not None:
+        raise UsageError(
+            f"the warehouse folder {str(folder)!r} contains {mark!r}, which pyiceberg reads as "
+            "the end of a file location (it would write the tables' files outside the "
+            f"folder): choose a folder whose path has no '#' or '?'"
+        )
     if not create and not (folder / CATALOG_DB).is_file():
         raise CatalogNotFoundError(
             f"no embedded catalog in {folder} (no {CATALOG_DB}): name the folder of one "
@@ -87,8 +95,9 @@ def local_catalog(
     sqlite.use_wal(database, timeout)
     catalog = SqlCatalog(
         name,
-        uri=f"sqlite:///{database}",
-        # Not Path.as_uri(): pyiceberg maps file: locations to paths without unquoting.
+        uri=sqlite.database_uri(database),
+        # Not Path.as_uri(): pyiceberg and Java map file: locations to paths without
+        # unquoting, so a space or an 'é' stays as it is in the location.
         warehouse=f"file://{folder}",
     )
     if database in created:

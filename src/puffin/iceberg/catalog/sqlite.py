@@ -64,6 +64,14 @@ def use_wal(database: Path, timeout: float) -> bool:
     return bool(mode) and str(mode[0]).lower() == "wal"
 
 
+def database_uri(database: Path) -> str:
+    """SQLAlchemy's URL of a SQLite database file: the path percent-encoded, since SQLAlchemy
+    decodes it (a folder named ``a%20b`` is not ``a b``; ``#`` and ``?`` end a URL's path)."""
+    from urllib.parse import quote
+
+    return f"sqlite:///{quote(str(database))}"
+
+
 def shareable(catalog: Catalog, database: Path, timeout: float) -> Catalog:
     """``catalog`` with an engine that waits ``timeout`` s for locks and pools nothing."""
     from sqlalchemy import create_engine
@@ -72,7 +80,7 @@ def shareable(catalog: Catalog, database: Path, timeout: float) -> Catalog:
     target: Any = catalog
     target.engine.dispose()  # pyiceberg's pooled engine: its connection would linger
     target.engine = create_engine(
-        f"sqlite:///{database}", poolclass=NullPool, connect_args={"timeout": timeout}
+        database_uri(database), poolclass=NullPool, connect_args={"timeout": timeout}
     )
     return catalog
 
@@ -86,9 +94,12 @@ def is_locked(exc: BaseException) -> bool:
 
 def locked_error(catalog: Catalog, attempts: int) -> CatalogLockedError:
     """The error for a commit that found the database locked on every attempt."""
+    from urllib.parse import unquote
+
     uri = str(getattr(catalog, "properties", {}).get("uri", "the catalog database"))
+    where = unquote(uri.removeprefix("sqlite:///"))
     return CatalogLockedError(
-        f"the embedded catalog ({uri.removeprefix('sqlite:///')}) stayed locked by another "
+        f"the embedded catalog ({where}) stayed locked by another "
         f"process for {busy_timeout():g} s on each of {attempts} attempts: nothing was "
         "committed and the files written for the commit were removed; find the process "
         "holding a transaction open (a sqlite3 shell, a JDBC catalog in a running JVM), or "

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from puffin.errors import CommitConflictError
+from puffin.errors import CommitConflictError, InterruptedAfterCommit, UsageError
 from puffin.iceberg.catalog.sqlite import is_locked, locked_error
 from puffin.iceberg.metadata.manifests import remove_files
 
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ATTEMPTS",
     "backoff",
+    "committed_or_interrupted",
     "is_conflict",
     "main_branch_requirements",
+    "require_writable_location",
     "snapshot_updates",
     "with_retries",
 ]
@@ -58,12 +60,15 @@ def with_retries(
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    require_writable_location(table)
     for number in range(1, max_attempts + 1):
         written: list[str] = []
         try:
             if number > 1:
                 table = table.refresh()  # may find the catalog locked too: retried alike
             return attempt(table, number, written)
+        except InterruptedAfterCommit:
+            raise  # the table references every file written: none is removed
         except BaseException as exc:
             last = number == max_attempts or not is_conflict(exc)
             _discard(table, [*written, *(kept if last else ())], exc)
@@ -73,6 +78,46 @@ def with_retries(
                 raise _gave_up(table, exc, number) from exc
         time.sleep(backoff(number))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
+    """``commit()`` (the catalog's commit) with Ctrl-C and SIGTERM held off until its outcome
+    is known (:mod:`puffin.support.interrupts`): a signal that came during a commit that
+    landed raises :class:`InterruptedAfterCommit` with the snapshot; during one that failed,
+    a ``KeyboardInterrupt`` instead of a retry."""
+    from puffin.support.interrupts import shielded
+
+    with shielded() as shield:
+        try:
+            committed = commit()
+        except BaseException as exc:
+            if shield.pending is not None and is_conflict(exc):
+                raise KeyboardInterrupt from exc  # not retried: the user asked to stop
+            raise
+    if shield.pending is not None:
+        snapshot = committed.current_snapshot()
+        raise InterruptedAfterCommit(snapshot.snapshot_id if snapshot else None, committed)
+    return committed
+
+
+def require_writable_location(table: Table) -> None:
+    """Refuse to write under a table location pyiceberg's file IO would cut short (a ``#``
+    or ``?``, :func:`puffin.locations.cut_by_pyiceberg`): its files would land elsewhere."""
+    from puffin.locations import cut_by_pyiceberg
+
+    properties = table.properties
+    for name, location in (
+        ("location", table.location()),
+        ("write.data.path", properties.get("write.data.path", "")),
+        ("write.metadata.path", properties.get("write.metadata.path", "")),
+    ):
+        mark = cut_by_pyiceberg(location)
+        if mark is not None:
+            raise UsageError(
+                f"the table's {name} {location!r} contains {mark!r}, where pyiceberg's file "
+                "IO cuts a location short, so its files would be written outside the "
+                "table: nothing was written; move the table to a location without '#' or '?'"
+            )
 
 
 def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:

@@ -304,8 +304,19 @@ def commit(
     another process kept the embedded catalog locked (also retried, see
     :mod:`puffin.iceberg.metadata.commits`), and :class:`UnsupportedTableError` for a
     catalog this module cannot write v3 through.  On a SQL catalog, a commit that fails
-    removes the metadata file it wrote, unless its outcome is unknown.
+    removes the metadata file it wrote, unless its outcome is unknown.  Ctrl-C and SIGTERM
+    wait for the outcome (:func:`~puffin.iceberg.metadata.commits.committed_or_interrupted`).
     """
+    from puffin.iceberg.metadata.commits import committed_or_interrupted
+
+    return committed_or_interrupted(lambda: _commit(table, requirements, updates))
+
+
+def _commit(
+    table: Table,
+    requirements: Sequence[TableRequirement],
+    updates: Sequence[TableUpdate],
+) -> Table:
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
     from pyiceberg.table import Table as PyTable

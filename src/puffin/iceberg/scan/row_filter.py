@@ -132,7 +132,7 @@ def _checked(schema: Any, where: object) -> Any:
 
             checked = _check_predicate(schema, predicate, where)
             if isinstance(checked, NotIn):  # SQL: a null is in nothing and not in nothing
-                return And(checked, NotNull(checked.term))
+                return And(checked, NotNull(term=checked.term))
             return checked
 
         def visit_bound_predicate(self, predicate: Any) -> Any:

@@ -33,7 +33,7 @@ from puffin.iceberg.deletes.vectors import (
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.verify.orphans import find_orphans
 from puffin.iceberg.verify.v3_checks import check_v3
-from puffin.locations import open_input
+from puffin.locations import location_key, open_input
 from puffin.reader import open as open_puffin
 
 if TYPE_CHECKING:
@@ -48,7 +48,8 @@ __all__ = ["Problem", "VerifyReport", "verify_table"]
 class Problem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
-    # "statistics", "partition-statistics", "deletion-vector", "table"; warnings: "orphan",
+    # "statistics", "partition-statistics", "deletion-vector", "data-file", "table";
+    # warnings: "orphan",
     # "stale-statistics"
     kind: str
     path: str
@@ -314,6 +315,7 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     if snapshot_id is not None or table.current_snapshot() is not None:
         snapshot = resolve_snapshot(table, snapshot_id)
         _check_deletion_vectors(table, snapshot, report)
+        _check_data_files(table, snapshot, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
         report.problems.extend(Problem("table", p, m) for p, m in findings)
     report.warnings.extend(
@@ -327,6 +329,27 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     )
     report.warnings.extend(_stale_statistics(table))
     return report
+
+
+def _check_data_files(table: Table, snapshot: Snapshot, report: VerifyReport) -> None:
+    """Every live data file exists, and none is registered twice (however its location is
+    spelled: its rows would count twice)."""
+    seen: dict[str, list[str]] = {}
+    for planned in plan_files(table, snapshot):
+        seen.setdefault(location_key(planned.path), []).append(planned.path)
+    for paths in seen.values():
+        if len(paths) > 1:
+            report.problems.append(
+                Problem(
+                    "data-file",
+                    paths[0],
+                    f"registered {len(paths)} times in snapshot {snapshot.snapshot_id} "
+                    f"({', '.join(sorted(set(paths)))}): its rows count {len(paths)} times",
+                )
+            )
+        size = _size(table, paths[0])
+        if isinstance(size, str):
+            report.problems.append(Problem("data-file", paths[0], size))
 
 
 def _stale_statistics(table: Table) -> list[Problem]:

@@ -12,11 +12,18 @@ go to pyiceberg's ``Table.append``, so a caller need not look at the format vers
 
 from __future__ import annotations
 
+import os
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import UsageError
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.errors import InterruptedAfterCommit, UsageError
+from puffin.iceberg.metadata.commits import (
+    MAX_ATTEMPTS,
+    committed_or_interrupted,
+    with_retries,
+)
+from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 
 if TYPE_CHECKING:
@@ -25,10 +32,11 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 __all__ = [
+    "after_commit",
     "append",
     "check_schema",
-    "follow_statistics",
     "has_statistics",
+    "statistics_left",
     "write_data_files",
 ]
 
@@ -40,7 +48,8 @@ def append(
     statistics: str = "update",
     max_attempts: int = MAX_ATTEMPTS,
 ) -> Table:
-    """Append ``data`` to ``table`` in one ``append`` snapshot; returns the table as committed.
+    """Append ``data`` to ``table`` in one ``append`` snapshot; returns the table as committed
+    (its current snapshot is the one this call committed, whatever came after).
 
     With ``statistics="update"`` (the default), when the current snapshot or an ancestor has
     a statistics file, the rows added since are sketched and unioned into it, and the new
@@ -50,10 +59,13 @@ def append(
 
     ``data`` is a pyarrow ``Table`` or a ``RecordBatchReader`` (streamed into files of the
     table's ``write.target-file-size-bytes``, on unpartitioned tables; pyiceberg does not
-    stream into partitions yet).  Its schema must be compatible with the table's, as
-    pyiceberg checks it (a ``ValueError`` from pyiceberg names the mismatching fields).
-    The data files are written once; a commit that loses to a concurrent one is retried on
-    the refreshed table (new row ids), and a commit that finally fails removes them.
+    stream into partitions yet).  Its schema must be compatible with the table's
+    (:func:`check_schema`: a :class:`UsageError` names the mismatch).  No rows, no commit:
+    the table is returned as it was.  The data files are written once; a commit that loses
+    to a concurrent one is retried on the refreshed table (new row ids), and a commit that
+    finally fails, or Ctrl-C before the commit, removes every file written for it.  Ctrl-C
+    or SIGTERM after the commit raises :class:`~puffin.errors.InterruptedAfterCommit`,
+    naming the snapshot and what was left undone.
     """
     import pyarrow as pa
 
@@ -62,19 +74,85 @@ def append(
     if statistics not in ("update", "none"):
         raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
     follow = statistics == "update" and has_statistics(table)
-    if table.metadata.format_version < 3:
-        table.append(data)  # pyiceberg streams readers too
-        return follow_statistics(table, follow)
     check_schema(table, data.schema)
+    if isinstance(data, pa.Table) and data.num_rows == 0:
+        return table
     files = write_data_files(table, data)
     if not files:
         return table
+    v3 = table.metadata.format_version >= 3
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
-        return commit_snapshot(current, written, added_data=files, operation="append")[0]
+        if v3:
+            return commit_snapshot(current, written, added_data=files, operation="append")[0]
+        return _commit_v2(current, files, written)
 
-    committed = with_retries(table, attempt, max_attempts, kept=[str(f.file_path) for f in files])
-    return follow_statistics(committed, follow)
+    kept = [str(f.file_path) for f in files]
+    try:
+        committed = with_retries(table, attempt, max_attempts, kept=kept)
+    except InterruptedAfterCommit as exc:
+        exc.remaining = statistics_left(table) if follow else None
+        raise
+    return after_commit(committed, follow)
+
+
+def _commit_v2(table: Table, files: Sequence[DataFile], written: list[str]) -> Table:
+    """pyiceberg's own append snapshot of ``files`` on a v1/v2 table (fast or merging, as
+    its properties say), committed with interrupts held off; the manifests it wrote go
+    into ``written`` so that a failed commit leaves none."""
+    from pyiceberg.table.refs import MAIN_BRANCH
+
+    tx = table.transaction()
+    with tx._append_snapshot_producer({}, branch=MAIN_BRANCH) as producer:
+        for f in files:
+            producer.append_data_file(f)
+    written.extend(_named(table, str(producer.commit_uuid)))
+
+    def commit() -> Table:
+        tx.commit_transaction()
+        return table
+
+    return committed_or_interrupted(commit)
+
+
+def after_commit(committed: Table, follow: bool) -> Table:
+    """The statistics of the snapshot just committed, when they are kept current; returns
+    the table with the snapshot just committed as current (with its statistics, or, when
+    another writer committed since, as it was committed).  Ctrl-C during the statistics
+    raises :class:`InterruptedAfterCommit` saying they were not updated."""
+    from puffin.iceberg.statistics.update import update_table_statistics
+
+    result = _detached(committed)
+    snapshot = result.current_snapshot()
+    snapshot_id = snapshot.snapshot_id if snapshot is not None else None
+    if not follow:
+        return result
+    try:
+        update_table_statistics(_detached(committed), progress=False)
+        latest = _detached(committed).refresh()
+    except InterruptedAfterCommit as exc:  # the statistics landed too
+        raise InterruptedAfterCommit(snapshot_id, result) from exc
+    except KeyboardInterrupt as exc:
+        raise InterruptedAfterCommit(snapshot_id, result, statistics_left(result)) from exc
+    current = latest.current_snapshot()
+    # With its statistics, unless another writer's snapshot is current by now.
+    return latest if current is not None and current.snapshot_id == snapshot_id else result
+
+
+def statistics_left(table: Table) -> str:
+    name = ".".join(table.name()[1:]) or ".".join(table.name())
+    return (
+        "its statistics were not brought up to date: `puffin table stats update "
+        f"{name}` (update_table_statistics in Python) does it"
+    )
+
+
+def _detached(table: Table) -> Table:
+    """A new ``Table`` object on the same metadata: pyiceberg's transactions update the
+    object they run on, so a later commit through it would change what it says."""
+    from pyiceberg.table import Table as PyTable
+
+    return PyTable(table.name(), table.metadata, table.metadata_location, table.io, table.catalog)
 
 
 def has_statistics(table: Table) -> bool:
@@ -84,15 +162,6 @@ def has_statistics(table: Table) -> bool:
 
     snapshot = table.current_snapshot()
     return snapshot is not None and base_statistics(table, snapshot)[0] is not None
-
-
-def follow_statistics(table: Table, follow: bool) -> Table:
-    """The new snapshot's statistics, unioned from the parent's, when it had some."""
-    if follow:
-        from puffin.iceberg.statistics.update import update_table_statistics
-
-        update_table_statistics(table, progress=False)
-    return table
 
 
 def check_schema(table: Table, schema: pa.Schema) -> None:
@@ -105,11 +174,45 @@ def check_schema(table: Table, schema: pa.Schema) -> None:
 
 
 def write_data_files(table: Table, data: Any) -> list[DataFile]:
-    """Parquet data files as pyiceberg writes them, and their records."""
+    """Parquet data files as pyiceberg writes them, and their records; files without a row
+    are removed, and a failure or Ctrl-C while writing removes every file written so far
+    (the one being written included)."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
-    return list(
-        _dataframe_to_data_files(
-            table_metadata=table.metadata, df=data, io=table.io, write_uuid=uuid.uuid4()
+    from puffin.iceberg.metadata.commits import require_writable_location
+
+    require_writable_location(table)
+    write_uuid = uuid.uuid4()
+    files: list[DataFile] = []
+    try:
+        for f in _dataframe_to_data_files(
+            table_metadata=table.metadata, df=data, io=table.io, write_uuid=write_uuid
+        ):
+            files.append(f)
+    except BaseException:
+        remove_files(table, [str(f.file_path) for f in files] + _named(table, str(write_uuid)))
+        raise
+    empty = [str(f.file_path) for f in files if f.record_count == 0]
+    remove_files(table, empty)
+    return [f for f in files if f.record_count > 0]
+
+
+def _named(table: Table, token: str) -> list[str]:
+    """Files under a local table's folders whose name holds ``token`` (a write's uuid: what
+    pyiceberg names the data files and manifests of one write by)."""
+    from puffin.locations import local_path
+
+    roots = {
+        local_path(location)
+        for location in (
+            table.location(),
+            table.properties.get("write.data.path", ""),
+            table.properties.get("write.metadata.path", ""),
         )
-    )
+        if location
+    }
+    found: list[str] = []
+    for root in sorted(r for r in roots if r and os.path.isdir(r)):
+        for folder, _, names in os.walk(root):
+            found.extend(os.path.join(folder, n) for n in names if token in n)
+    return found

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import UsageError
+from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_where, check_where, matching_by_file
+from puffin.locations import location_key
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
-__all__ = ["add_files", "overwrite"]
+__all__ = ["add_files", "data_file_location", "overwrite"]
 
 
 def overwrite(
@@ -45,9 +46,10 @@ def overwrite(
     over an overwrite are an upper bound, and say so).  Returns the table as committed.
     """
     from puffin.iceberg.writes.append import (
+        after_commit,
         check_schema,
-        follow_statistics,
         has_statistics,
+        statistics_left,
         write_data_files,
     )
 
@@ -56,7 +58,7 @@ def overwrite(
     follow = statistics == "update" and has_statistics(table)
     if table.metadata.format_version < 3:  # pyiceberg: copy-on-write, the filter checked
         table.overwrite(data, overwrite_filter=check_where(table, where))
-        return follow_statistics(table, follow)
+        return after_commit(table, follow)
     bound = bind_where(table, where)
     check_schema(table, data.schema)
     files = write_data_files(table, data)
@@ -84,8 +86,12 @@ def overwrite(
         return committed
 
     kept = [str(f.file_path) for f in files]
-    committed = with_retries(table, attempt, max_attempts, kept=kept)
-    return follow_statistics(committed, follow)
+    try:
+        committed = with_retries(table, attempt, max_attempts, kept=kept)
+    except InterruptedAfterCommit as exc:
+        exc.remaining = statistics_left(table) if follow else None
+        raise
+    return after_commit(committed, follow)
 
 
 def add_files(
@@ -100,19 +106,17 @@ def add_files(
     """
     from pyiceberg.io.pyarrow import parquet_files_to_data_files
 
-    paths = [str(p) for p in paths]
-    if len(paths) != len(set(paths)):
-        raise UsageError("each file may be added once")
+    paths = [data_file_location(str(p)) for p in paths]
+    keys = [location_key(p) for p in paths]
+    if len(keys) != len(set(keys)):
+        raise UsageError("each file may be added once (two of the paths name the same file)")
     if table.metadata.format_version < 3:
+        _refuse_live(table, keys)
         table.add_files(paths)
         return table
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
-        snapshot = current.current_snapshot()
-        live = {p.path for p in plan_files(current, snapshot)} if snapshot else set()
-        again = sorted(set(paths) & live)
-        if again:
-            raise UsageError(f"files already in the table: {', '.join(again[:5])}")
+        _refuse_live(current, keys)
         files = list(parquet_files_to_data_files(current.io, current.metadata, iter(paths)))
         committed, _ = commit_snapshot(
             current, written, added_data=files, operation="append",
@@ -121,6 +125,36 @@ def add_files(
         return committed
 
     return with_retries(table, attempt, max_attempts)
+
+
+def data_file_location(path: str) -> str:
+    """Where a data file given on the command line or to :func:`add_files` is registered:
+    a local path made absolute, as a ``file:`` URL like the table's own files (unescaped,
+    as pyiceberg and Java read it); any other URL as it is."""
+    from puffin.locations import cut_by_pyiceberg, is_url, local_path
+
+    local = local_path(path)
+    if local is None:
+        return path
+    mark = cut_by_pyiceberg(local)
+    if mark is not None:
+        raise UsageError(
+            f"{path}: the path contains {mark!r}, where pyiceberg's file IO cuts a location "
+            "short (it would read another file): rename the file or its folder"
+        )
+    return f"file://{local}" if not is_url(path) or path.startswith("file:") else path
+
+
+def _refuse_live(table: Table, keys: Sequence[str]) -> None:
+    """Refuse files the current snapshot already has (their rows would count twice)."""
+    snapshot = table.current_snapshot()
+    live = {location_key(p.path) for p in plan_files(table, snapshot)} if snapshot else set()
+    again = sorted(set(keys) & live)
+    if again:
+        raise UsageError(
+            f"already in the table (adding them again would count their rows twice): "
+            f"{', '.join(again[:5])}"
+        )
 
 
 def _name_mapping(table: Table) -> list[Any]:
