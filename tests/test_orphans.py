@@ -1,4 +1,4 @@
-"""Puffin files nothing references: verify_table warns, clean-orphans lists then removes.
+"""Files nothing references: verify_table warns, clean-orphans lists then removes.
 
 Before, an uncommitted deletion-vector job or a replaced statistics file left a ``.puffin``
 or ``.stats`` file in the table's folders that no reader opens and nothing removed, and
@@ -89,3 +89,39 @@ def test_age_threshold_and_parsing(tmp_path: Path) -> None:
     assert parse_age("90s").total_seconds() == 90 and parse_age("2w").days == 14
     with pytest.raises(UsageError, match="not an age"):
         parse_age("3 days")
+
+
+def test_every_kind_of_file_is_covered_and_hidden_files_are_not(tmp_path: Path) -> None:
+    """A table with history (v2 appends, the upgrade, deletes, an append, statistics) has
+    no orphan; stray files of every kind are found with their kind; .crc files are not."""
+    import shutil
+
+    from puffin.iceberg import append, sample_batch
+
+    table, _ = _table(tmp_path)
+    table = append(table, sample_batch(50, start=5000))
+    for o in find_orphans(table):
+        os.remove(o.path)
+    assert find_orphans(table) == []
+    root = Path(table.location().removeprefix("file://"))
+    data = next(root.joinpath("data").glob("*.parquet"))
+    manifest = next(p for p in root.joinpath("metadata").glob("*.avro")
+                    if not p.name.startswith("snap-"))
+    manifest_list = next(root.joinpath("metadata").glob("snap-*.avro"))
+    strays = {
+        "data": data.with_name("00000-0-killed.parquet"),
+        "manifest": manifest.with_name("killed-m0.avro"),
+        "manifest-list": manifest_list.with_name("snap-1-killed.avro"),
+        "metadata": root / "metadata" / "99999-killed.metadata.json",
+        "delete": root / "data" / "killed-deletes.puffin",
+        "statistics": root / "metadata" / "1-killed.stats",
+    }
+    for path in strays.values():
+        shutil.copy(data, path)
+    (root / "data" / f".{data.name}.crc").write_bytes(b"crc")
+    found = {o.path: o.kind for o in find_orphans(table)}
+    assert found == {str(p): kind for kind, p in strays.items()}
+    removed = clean_orphans(table, older_than=datetime.timedelta(0), dry_run=False)
+    assert len(removed) == len(strays) and (root / "data" / f".{data.name}.crc").exists()
+    assert verify_table(table.refresh()).ok
+    assert table.refresh().scan().to_arrow().num_rows == table.scan().to_arrow().num_rows

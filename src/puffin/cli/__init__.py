@@ -9,7 +9,9 @@ Exit statuses follow the error tree of :mod:`puffin.errors` (:func:`exit_status`
 success; 1 a :class:`~puffin.errors.PuffinError`, a table error, another integration error
 or an ``OSError`` (or ``verify`` found a problem); 2 a usage error, a missing extra or an
 environment that cannot run the job; 3 anything else (a bug: rerun with ``--debug``);
-130 interrupted; 141 the reader of stdout went away (``puffin dv f | head``).
+4 interrupted once a commit had landed (the message names the snapshot and what was left
+undone); 130 interrupted (Ctrl-C or SIGTERM) before anything was committed; 141 the reader
+of stdout went away (``puffin dv f | head``).
 
 Adding a command group from another package (the hook)
 ------------------------------------------------------
@@ -43,10 +45,13 @@ spelling.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from puffin.cli._common import InputError, write_error
 from puffin.cli._parser import (
@@ -59,6 +64,7 @@ from puffin.cli._plugins import global_options, register_plugins
 from puffin.cli._style import Colours, colours_for
 from puffin.errors import (
     IntegrationError,
+    InterruptedAfterCommit,
     MissingDependencyError,
     PuffinError,
     SetupError,
@@ -83,6 +89,7 @@ EXIT_OK = 0
 EXIT_INVALID = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_COMMITTED_INTERRUPTED = 4
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
@@ -100,6 +107,8 @@ def build_parser(
 
 def exit_status(exc: BaseException) -> int:
     """The exit status for an error that ended a command (docs/cli.md has the table)."""
+    if isinstance(exc, InterruptedAfterCommit):
+        return EXIT_COMMITTED_INTERRUPTED
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
     if isinstance(exc, BrokenPipeError):
@@ -130,8 +139,10 @@ def _report(exc: BaseException, command: str | None, *, debug: bool, mode: str) 
         return status
     if debug:
         traceback.print_exc()
-    if status == EXIT_INTERRUPTED:
-        message = "interrupted"
+    if status == EXIT_COMMITTED_INTERRUPTED:
+        message = f"interrupted after the commit landed: {exc}"
+    elif status == EXIT_INTERRUPTED:
+        message = "interrupted: nothing was committed and nothing written for it was kept"
     elif status == EXIT_INTERNAL:
         message = (
             f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
@@ -173,8 +184,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.debug = bool(getattr(args, "debug", False))
     args.color = str(getattr(args, "color", "auto"))
     try:
-        status = int(func(args) or 0)
-        sys.stdout.flush()
+        with _terminate_as_interrupt():
+            status = int(func(args) or 0)
+            sys.stdout.flush()
         return status
     except (Exception, KeyboardInterrupt) as exc:
-        return _report(exc, _command_path(args), debug=args.debug, mode=args.color)
+        command = _command_path(args)
+        status = _report(exc, command, debug=args.debug, mode=args.color)
+        if getattr(args, "json", False) is True and status != EXIT_BROKEN_PIPE:
+            _json_error(command, exc, status)
+        return status
+
+
+def _json_error(command: str | None, exc: BaseException, status: int) -> None:
+    """The error document a ``--json`` command prints on stdout when it fails (besides the
+    line on stderr), so a script reading stdout always gets a document."""
+    from puffin.cli._common import error_dict
+    from puffin.cli.output import print_json
+
+    error = {**error_dict(exc), "exit_status": status}
+    if isinstance(exc, InterruptedAfterCommit):
+        error.update(committed=True, snapshot_id=exc.snapshot_id, remaining=exc.remaining)
+    elif isinstance(exc, KeyboardInterrupt):
+        error.update(committed=False, message="interrupted")
+    with contextlib.suppress(OSError):
+        print_json(command or "puffin", {"ok": False, "error": error})
+        sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a command as Ctrl-C does (a ``KeyboardInterrupt``): its cleanup runs and
+    it says what it committed, instead of the process vanishing mid-write."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (an embedding program): leave it as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

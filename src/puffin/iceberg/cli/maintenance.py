@@ -1,4 +1,4 @@
-"""``puffin table clean-orphans``: Puffin files in a table's folders that nothing references.
+"""``puffin table clean-orphans``: files in a table's folders that nothing references.
 
 A dry run by default: it lists what it would remove.  ``--delete`` removes them; files
 younger than ``--older-than`` (3 days) are kept, because a commit still in flight may be
@@ -20,10 +20,12 @@ examples:
   puffin table clean-orphans db.events                   list what would be removed
   puffin table clean-orphans db.events --older-than 1h --delete
 
-An orphan is a .puffin or .stats file under the table's location that no snapshot in the
-metadata references (deletion vectors) and that is no statistics or partition-statistics
-file: what an uncommitted `puffin spark dv --output` into the table, or a failed commit
-whose outcome was unknown, can leave.  `puffin table verify` warns about them.
+An orphan is a file under the table's location that nothing in its metadata references:
+no snapshot reaches it (data and delete files, manifests, manifest lists), it is no
+statistics file and no current or logged metadata file.  A write killed before its commit,
+an uncommitted `puffin spark dv --output` into the table, or a commit whose outcome was
+unknown can leave one.  Hidden files (.crc and the like) are never listed.  `puffin table
+verify` warns about them.
 """
 
 
@@ -33,7 +35,7 @@ def add_maintenance_commands(
     """Add ``clean-orphans`` to the ``puffin table`` subparsers."""
     clean = groups.add_parser(
         "clean-orphans",
-        help="list (or --delete) Puffin files in the table's folders that nothing references",
+        help="list (or --delete) files in the table's folders that nothing references",
         parents=parents(),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -58,7 +60,12 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
             "deleted": bool(args.delete),
             "older_than_seconds": age.total_seconds(),
             "files": [
-                {"path": o.path, "size": o.size, "modified": o.modified.isoformat()}
+                {
+                    "path": o.path,
+                    "kind": o.kind,
+                    "size": o.size,
+                    "modified": o.modified.isoformat(),
+                }
                 for o in found
             ],
         }
@@ -66,9 +73,9 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
         return 0
     verb = "removed" if args.delete else "would remove"
     for o in found:
-        print(f"  {o.path}  {o.size} bytes  {o.modified:%Y-%m-%d %H:%M}")
+        print(f"  {o.kind:<13} {o.path}  {o.size} bytes  {o.modified:%Y-%m-%d %H:%M}")
     total = sum(o.size for o in found)
-    print(f"{verb} {len(found)} orphan Puffin file(s), {total} bytes")
+    print(f"{verb} {len(found)} orphan file(s), {total} bytes")
     if found and not args.delete:
         print("  (a dry run: add --delete to remove them)")
     return 0

@@ -1,13 +1,16 @@
-"""Puffin files in a table's folders that no snapshot references, and their cleanup.
+"""Files in a table's folders that no snapshot references, and their cleanup.
 
-A deletion-vector job that was never committed, a commit whose outcome was unknown, a
-statistics file replaced by a newer one: each leaves a ``.puffin`` or ``.stats`` file that
-no reader will ever open and that nothing removes.  :func:`find_orphans` lists them (every
-snapshot still in the metadata counts as referencing its deletion vectors, and the
-statistics and partition-statistics files are referenced); :func:`clean_orphans` removes
-those older than a threshold, and only when asked, as Iceberg Java's
-``DeleteOrphanFiles`` does (default age 3 days, so that a commit still in flight keeps the
-file it just wrote).
+A deletion-vector job that was never committed, a write killed before its commit, a commit
+whose outcome was unknown, a statistics file replaced by a newer one: each leaves a file
+that no reader will ever open and that nothing removes.  :func:`find_orphans` lists every
+such file under the table's location, of every kind (data and delete files, manifests,
+manifest lists, metadata files, statistics): a file counts as referenced when any snapshot
+still in the metadata reaches it, when it is a statistics or partition-statistics file, or
+when it is the current or a logged metadata file.  Hidden files (``.``/``_`` names, such
+as Hadoop's ``.crc`` side files) and ``version-hint.text`` are never listed, as in Iceberg
+Java's ``DeleteOrphanFiles``.  :func:`clean_orphans` removes those older than a threshold,
+and only when asked (default age 3 days, so that a commit still in flight keeps the files
+it just wrote).
 """
 
 from __future__ import annotations
@@ -20,27 +23,39 @@ from typing import TYPE_CHECKING
 
 from puffin.errors import UsageError
 from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
-from puffin.locations import local_path
+from puffin.locations import local_path, location_key
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-__all__ = ["DEFAULT_OLDER_THAN", "Orphan", "clean_orphans", "find_orphans", "parse_age"]
+__all__ = [
+    "DEFAULT_OLDER_THAN",
+    "Orphan",
+    "clean_orphans",
+    "find_orphans",
+    "kind_of",
+    "parse_age",
+    "referenced_files",
+    "referenced_puffin_files",
+]
 
 #: Orphans younger than this are left alone: a concurrent commit may be about to add them.
 DEFAULT_OLDER_THAN = datetime.timedelta(days=3)
-_SUFFIXES = (".puffin", ".stats")
+_PUFFIN_SUFFIXES = (".puffin", ".stats")
+_HIDDEN = (".", "_")
+_VERSION_HINT = "version-hint.text"
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True)
 class Orphan:
-    """A Puffin file under the table's location that no snapshot or statistics references."""
+    """A file under the table's location that nothing in its metadata references."""
 
     path: str
     size: int
     modified: datetime.datetime
+    kind: str = "data"
 
 
 def parse_age(text: str) -> datetime.timedelta:
@@ -51,53 +66,68 @@ def parse_age(text: str) -> datetime.timedelta:
     return datetime.timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
 
 
-def referenced_puffin_files(table: Table) -> set[str]:
-    """Local paths of every Puffin file the table metadata references, in any snapshot."""
-    found: set[str] = set()
+def referenced_files(table: Table) -> set[str]:
+    """Every file the table metadata references, in any snapshot, as :func:`location_key`
+    keys: metadata files, manifest lists, manifests, data and delete files, statistics."""
+    found: set[str] = {table.metadata_location}
+    found.update(entry.metadata_file for entry in table.metadata.metadata_log)
     for stats in [*table.metadata.statistics, *table.metadata.partition_statistics]:
         found.add(stats.statistics_path)
-    found.update(_delete_files_in_manifests(table))
-    return {local_path(p) or p for p in found}
-
-
-def _delete_files_in_manifests(table: Table) -> set[str]:
-    """Every Puffin delete file a live entry of any snapshot's delete manifests names
-    (each manifest read once; no rule is checked here, so a broken table still lists)."""
-    from pyiceberg.manifest import FileFormat, ManifestContent
-
     seen: set[str] = set()
-    found: set[str] = set()
     for snapshot in table.metadata.snapshots:
+        found.add(snapshot.manifest_list)
         for manifest in read_manifest_list(table.io, snapshot.manifest_list):
-            if manifest.content != ManifestContent.DELETES or manifest.manifest_path in seen:
+            found.add(manifest.manifest_path)
+            if manifest.manifest_path in seen:
                 continue
             seen.add(manifest.manifest_path)
-            for entry in read_manifest_entries(table.io, manifest):
-                if entry.data_file.file_format == FileFormat.PUFFIN:
-                    found.add(str(entry.data_file.file_path))
-    return found
+            for entry in read_manifest_entries(table.io, manifest, include_deleted=True):
+                found.add(str(entry.data_file.file_path))
+    return {location_key(p) for p in found}
+
+
+def referenced_puffin_files(table: Table) -> set[str]:
+    """Local paths of every Puffin file the table metadata references, in any snapshot."""
+    return {p for p in referenced_files(table) if p.endswith(_PUFFIN_SUFFIXES)}
+
+
+def kind_of(path: str) -> str:
+    """What a file under a table's folder is, by its name: ``data``, ``delete`` (a DV or
+    position delete file), ``manifest``, ``manifest-list``, ``metadata``, ``statistics``."""
+    name = os.path.basename(path)
+    if name.endswith(".metadata.json"):
+        return "metadata"
+    if name.endswith(".stats") or (name.endswith(".puffin") and "deletes" not in name):
+        return "statistics"
+    if name.endswith(".puffin") or "-deletes" in name:
+        return "delete"
+    if name.endswith(".avro"):
+        return "manifest-list" if name.startswith("snap-") else "manifest"
+    return "data"
 
 
 def find_orphans(table: Table) -> list[Orphan]:
-    """Puffin files (``.puffin``, ``.stats``) under the table's location that nothing
-    references, oldest first.  Tables outside the local file system are not listed (their
-    FileIO cannot list); they give an empty list."""
+    """Files under the table's location that nothing references, oldest first.  Tables
+    outside the local file system are not listed (their FileIO cannot list); they give an
+    empty list."""
     root = local_path(table.location())
     if root is None or not os.path.isdir(root):
         return []
-    referenced = referenced_puffin_files(table)
+    referenced = referenced_files(table)
     out = []
-    for folder, _, names in os.walk(root):
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(_HIDDEN)]
         for name in names:
             path = os.path.join(folder, name)
-            if not name.endswith(_SUFFIXES) or path in referenced:
+            hidden = name.startswith(_HIDDEN) or name == _VERSION_HINT
+            if hidden or os.path.normpath(path) in referenced:
                 continue
             try:
                 st = os.stat(path)
             except FileNotFoundError:  # removed while we looked
                 continue
             when = datetime.datetime.fromtimestamp(st.st_mtime, tz=datetime.timezone.utc)
-            out.append(Orphan(path, st.st_size, when))
+            out.append(Orphan(path, st.st_size, when, kind_of(path)))
     return sorted(out, key=lambda o: (o.modified, o.path))
 
 
@@ -119,7 +149,7 @@ def clean_orphans(
     chosen = [o for o in find_orphans(table) if o.modified <= cutoff]
     if dry_run or not chosen:
         return chosen
-    still = referenced_puffin_files(table.refresh())
+    still = referenced_files(table.refresh())
     removed = []
     for orphan in chosen:
         if orphan.path in still:
