@@ -13,8 +13,9 @@ go to pyiceberg's ``Table.append``, so a caller need not look at the format vers
 from __future__ import annotations
 
 import os
+import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
@@ -176,25 +177,51 @@ def check_schema(table: Table, schema: pa.Schema) -> None:
 def write_data_files(table: Table, data: Any) -> list[DataFile]:
     """Parquet data files as pyiceberg writes them, and their records; files without a row
     are removed, and a failure or Ctrl-C while writing removes every file written so far
-    (the one being written included)."""
+    (the one being written included).  A ``RecordBatchReader`` for an unpartitioned table
+    is streamed a row group at a time (:mod:`._streaming`: bounded memory, files rolled at
+    the target size on disk); anything else goes through pyiceberg's own writer."""
+    import pyarrow as pa
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
     from puffin.iceberg.metadata.commits import require_writable_location
+    from puffin.iceberg.writes._streaming import can_stream, stream_data_files
 
     require_writable_location(table)
     write_uuid = uuid.uuid4()
     files: list[DataFile] = []
+    written: Iterable[DataFile]
     try:
-        for f in _dataframe_to_data_files(
-            table_metadata=table.metadata, df=data, io=table.io, write_uuid=write_uuid
-        ):
+        if isinstance(data, pa.RecordBatchReader) and can_stream(table.metadata):
+            written = stream_data_files(table.metadata, data, table.io, write_uuid)
+        else:
+            written = _dataframe_to_data_files(
+                table_metadata=table.metadata, df=data, io=table.io, write_uuid=write_uuid
+            )
+        for f in written:
             files.append(f)
-    except BaseException:
+    except BaseException as exc:
+        _release_writers(exc)
         remove_files(table, [str(f.file_path) for f in files] + _named(table, str(write_uuid)))
         raise
     empty = [str(f.file_path) for f in files if f.record_count == 0]
     remove_files(table, empty)
     return [f for f in files if f.record_count > 0]
+
+
+def _release_writers(exc: BaseException) -> None:
+    """Close what the interrupted write left open, now and quietly: the Parquet writer in
+    the traceback's frames would otherwise be collected at exit, after its file is gone,
+    and print a pyarrow traceback under the one-line message."""
+    import gc
+    import traceback
+
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda _: None
+    try:
+        traceback.clear_frames(exc.__traceback__)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
 
 
 def _named(table: Table, token: str) -> list[str]:
