@@ -70,6 +70,7 @@ from puffin.errors import (
     SetupError,
     UsageError,
 )
+from puffin.support.interrupts import forget_commits, last_commit
 
 __all__ = [
     "BUILTIN_COMMANDS",
@@ -128,8 +129,11 @@ def describe_error(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _report(exc: BaseException, command: str | None, *, debug: bool, mode: str) -> int:
-    """Write the one-line message for ``exc`` (and the traceback with --debug)."""
+def _report(
+    exc: BaseException, command: str | None, *, debug: bool, mode: str, note: str = ""
+) -> int:
+    """Write the one-line message for ``exc`` (and the traceback with --debug); ``note``
+    follows it (what the command committed before the error)."""
     status = exit_status(exc)
     if status == EXIT_BROKEN_PIPE:
         # The reader of our output went away (`puffin dv f | head`): stop quietly, and keep
@@ -150,7 +154,7 @@ def _report(exc: BaseException, command: str | None, *, debug: bool, mode: str) 
         )
     else:
         message = describe_error(exc)
-    write_error(command, message, mode)
+    write_error(command, message + note, mode)
     return status
 
 
@@ -183,17 +187,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.debug = bool(getattr(args, "debug", False))
     args.color = str(getattr(args, "color", "auto"))
+    forget_commits()
     try:
         with _terminate_as_interrupt():
             status = int(func(args) or 0)
             sys.stdout.flush()
         return status
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt) as caught:
+        error = _interrupt_behind(caught)
+        committed, snapshot_id = last_commit()
+        if isinstance(error, KeyboardInterrupt) and committed:
+            # After the library returned: the commit stands, only the report was cut.
+            if not isinstance(error, InterruptedAfterCommit):
+                error = InterruptedAfterCommit(snapshot_id, None)
         command = _command_path(args)
-        status = _report(exc, command, debug=args.debug, mode=args.color)
+        note = ""
+        if committed and not isinstance(error, KeyboardInterrupt):
+            note = f" (snapshot {snapshot_id} had been committed before this error)"
+        status = _report(error, command, debug=args.debug, mode=args.color, note=note)
         if getattr(args, "json", False) is True and status != EXIT_BROKEN_PIPE:
-            _json_error(command, exc, status)
+            _json_error(command, error, status)
         return status
+
+
+def _interrupt_behind(exc: BaseException) -> BaseException:
+    """The ``KeyboardInterrupt`` an error was raised from, if any (Ctrl-C during an import
+    surfaces as the ``RuntimeError`` of a class being built), else the error itself."""
+    seen = exc
+    for _ in range(10):
+        if isinstance(seen, KeyboardInterrupt):
+            return seen
+        following = seen.__cause__ or seen.__context__
+        if following is None:
+            break
+        seen = following
+    return exc
 
 
 def _json_error(command: str | None, exc: BaseException, status: int) -> None:

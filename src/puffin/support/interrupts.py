@@ -19,7 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Shield", "shielded"]
+__all__ = ["Shield", "forget_commits", "last_commit", "record_commit", "shielded"]
+
+_commits = threading.local()
 
 
 @dataclass
@@ -51,3 +53,22 @@ def shielded() -> Iterator[Shield]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def record_commit(snapshot_id: int | None) -> None:
+    """Note that this thread's command committed ``snapshot_id`` (called by the one commit
+    path), so that an interrupt arriving after the library returned is still reported as
+    one after a commit (:func:`last_commit`)."""
+    _commits.last = snapshot_id
+    _commits.any = True
+
+
+def last_commit() -> tuple[bool, int | None]:
+    """(whether this thread committed since :func:`forget_commits`, the last snapshot)."""
+    return bool(getattr(_commits, "any", False)), getattr(_commits, "last", None)
+
+
+def forget_commits() -> None:
+    """Start a new command: nothing committed yet."""
+    _commits.any = False
+    _commits.last = None

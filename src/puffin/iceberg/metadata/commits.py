@@ -85,7 +85,7 @@ def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
     is known (:mod:`puffin.support.interrupts`): a signal that came during a commit that
     landed raises :class:`InterruptedAfterCommit` with the snapshot; during one that failed,
     a ``KeyboardInterrupt`` instead of a retry."""
-    from puffin.support.interrupts import shielded
+    from puffin.support.interrupts import record_commit, shielded
 
     with shielded() as shield:
         try:
@@ -94,9 +94,11 @@ def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
             if shield.pending is not None and is_conflict(exc):
                 raise KeyboardInterrupt from exc  # not retried: the user asked to stop
             raise
+    snapshot = committed.current_snapshot()
+    snapshot_id = snapshot.snapshot_id if snapshot else None
+    record_commit(snapshot_id)
     if shield.pending is not None:
-        snapshot = committed.current_snapshot()
-        raise InterruptedAfterCommit(snapshot.snapshot_id if snapshot else None, committed)
+        raise InterruptedAfterCommit(snapshot_id, committed)
     return committed
 
 

@@ -141,7 +141,7 @@ def after_commit(committed: Table, follow: bool) -> Table:
 
 
 def statistics_left(table: Table) -> str:
-    name = ".".join(table.name()[1:]) or ".".join(table.name())
+    name = ".".join(table.name())
     return (
         "its statistics were not brought up to date: `puffin table stats update "
         f"{name}` (update_table_statistics in Python) does it"
