@@ -44,7 +44,7 @@ from puffin.errors import (
 # ``puffin table`` plugin, which must not load pyiceberg (the v3 writer subclasses its
 # classes at import).
 _LAZY: dict[str, str] = {
-    "add_files": "puffin.iceberg.writes.overwrite",
+    "add_files": "puffin.iceberg.writes.add_files",
     "append": "puffin.iceberg.writes.append",
     "overwrite": "puffin.iceberg.writes.overwrite",
     "ColumnStatistics": "puffin.iceberg.statistics.files",
@@ -126,8 +126,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         VerifyReport,
         verify_table,
     )
+    from puffin.iceberg.writes.add_files import add_files
     from puffin.iceberg.writes.append import append
-    from puffin.iceberg.writes.overwrite import add_files, overwrite
+    from puffin.iceberg.writes.overwrite import overwrite
 
 
 def __getattr__(name: str) -> Any:

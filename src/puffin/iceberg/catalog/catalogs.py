@@ -90,19 +90,25 @@ def local_catalog(
         )
     timeout = sqlite.busy_timeout() if busy_timeout is None else busy_timeout
     database = folder / CATALOG_DB
+    read_only = sqlite.is_read_only(folder)
+    if read_only and not database.is_file():
+        raise CatalogNotFoundError(
+            f"no embedded catalog in {folder} (no {CATALOG_DB}), and the folder is read-only"
+        )
     created = [p for p in (folder, database) if not p.exists()]
-    folder.mkdir(parents=True, exist_ok=True)
-    sqlite.use_wal(database, timeout)
+    if not read_only:
+        folder.mkdir(parents=True, exist_ok=True)
+        sqlite.use_wal(database, timeout)
     catalog = SqlCatalog(
         name,
-        uri=sqlite.database_uri(database),
+        uri=sqlite.database_uri(database, read_only=read_only),
         # Not Path.as_uri(): pyiceberg and Java map file: locations to paths without
         # unquoting, so a space or an 'é' stays as it is in the location.
         warehouse=f"file://{folder}",
     )
     if database in created:
         _CREATED[catalog] = created
-    return sqlite.shareable(catalog, database, timeout)
+    return sqlite.shareable(catalog, database, timeout, read_only=read_only)
 
 
 def load_catalog(

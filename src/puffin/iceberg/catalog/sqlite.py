@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BUSY_TIMEOUT_ENV",
     "busy_timeout",
+    "database_uri",
     "is_locked",
+    "is_read_only",
     "locked_error",
     "shareable",
     "use_wal",
@@ -64,15 +66,30 @@ def use_wal(database: Path, timeout: float) -> bool:
     return bool(mode) and str(mode[0]).lower() == "wal"
 
 
-def database_uri(database: Path) -> str:
+def database_uri(database: Path, *, read_only: bool = False) -> str:
     """SQLAlchemy's URL of a SQLite database file: the path percent-encoded, since SQLAlchemy
-    decodes it (a folder named ``a%20b`` is not ``a b``; ``#`` and ``?`` end a URL's path)."""
+    decodes it (a folder named ``a%20b`` is not ``a b``; ``#`` and ``?`` end a URL's path).
+
+    ``read_only``: opened as SQLite's ``immutable`` URI, which reads a WAL-mode database
+    without creating its side files (a read-only folder or mount cannot hold them); the
+    path is encoded twice, once for SQLAlchemy and once for SQLite's URI.
+    """
     from urllib.parse import quote
 
+    if read_only:
+        return f"sqlite:///file:{quote(quote(str(database)))}?mode=ro&immutable=1&uri=true"
     return f"sqlite:///{quote(str(database))}"
 
 
-def shareable(catalog: Catalog, database: Path, timeout: float) -> Catalog:
+def is_read_only(folder: Path) -> bool:
+    """Whether the warehouse folder exists and this process cannot write in it (a read-only
+    mount, or permissions): its catalog is then opened read-only."""
+    return folder.is_dir() and not os.access(folder, os.W_OK)
+
+
+def shareable(
+    catalog: Catalog, database: Path, timeout: float, *, read_only: bool = False
+) -> Catalog:
     """``catalog`` with an engine that waits ``timeout`` s for locks and pools nothing."""
     from sqlalchemy import create_engine
     from sqlalchemy.pool import NullPool
@@ -80,7 +97,9 @@ def shareable(catalog: Catalog, database: Path, timeout: float) -> Catalog:
     target: Any = catalog
     target.engine.dispose()  # pyiceberg's pooled engine: its connection would linger
     target.engine = create_engine(
-        database_uri(database), poolclass=NullPool, connect_args={"timeout": timeout}
+        database_uri(database, read_only=read_only),
+        poolclass=NullPool,
+        connect_args={"timeout": timeout},
     )
     return catalog
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from puffin.cli.output import print_json
+from puffin.errors import UsageError
 
 __all__ = ["add_write_commands"]
 
@@ -41,14 +42,22 @@ def add_write_commands(
 
 
 def _reader(paths: list[str], partitioned: bool) -> Any:
-    """The files' rows: streamed, or whole for a partitioned table (pyiceberg's limit)."""
+    """The files' rows: streamed, or whole for a partitioned table (pyiceberg's limit).
+    A file that is not Parquet, or files whose schemas differ, are the user's mistake."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
-    dataset = ds.dataset(paths, format="parquet")
+    from puffin.cli._common import require_regular
+
+    for path in paths:
+        require_regular(path, "a Parquet file")
+    try:
+        dataset = ds.dataset(paths, format="parquet")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        why = " ".join(str(exc).split())
+        raise UsageError(f"cannot read the files as Parquet: {why}") from None
     if partitioned:
         return dataset.to_table()
-    import pyarrow as pa
-
     return pa.RecordBatchReader.from_batches(dataset.schema, dataset.to_batches())
 
 
@@ -57,12 +66,17 @@ def _run_append(args: argparse.Namespace, table: Any) -> int:
 
     before = table.current_snapshot()
     partitioned = not table.spec().is_unpartitioned()
-    committed = append(table, _reader(list(args.files), partitioned))
+    import pyarrow as pa
+
+    try:
+        committed = append(table, _reader(list(args.files), partitioned))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # a file that reads wrong midway
+        raise UsageError(f"cannot read the files: {' '.join(str(exc).split())}") from None
     return _report(args, "table append", before, committed)
 
 
 def _run_add_files(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.writes.overwrite import add_files
+    from puffin.iceberg.writes.add_files import add_files
 
     before = table.current_snapshot()
     return _report(args, "table add-files", before, add_files(table, list(args.files)))
@@ -86,7 +100,7 @@ def _report(args: argparse.Namespace, command: str, before: Any, table: Any) -> 
     if args.json:
         print_json(command, doc)
     elif not changed:
-        print("nothing to add: nothing committed")
+        print("nothing to add: the files hold no rows; nothing was committed")
     else:
         print(
             f"committed snapshot {doc['snapshot_id']}: {doc['added_records']} rows in "

@@ -105,7 +105,7 @@ def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
 def require_writable_location(table: Table) -> None:
     """Refuse to write under a table location pyiceberg's file IO would cut short (a ``#``
     or ``?``, :func:`puffin.locations.cut_by_pyiceberg`): its files would land elsewhere."""
-    from puffin.locations import cut_by_pyiceberg
+    from puffin.locations import cut_by_pyiceberg, local_path
 
     properties = table.properties
     for name, location in (
@@ -113,6 +113,13 @@ def require_writable_location(table: Table) -> None:
         ("write.data.path", properties.get("write.data.path", "")),
         ("write.metadata.path", properties.get("write.metadata.path", "")),
     ):
+        local = local_path(location) if location else None
+        if local is not None and _read_only(local):
+            raise UsageError(
+                f"the table's {name} {local} is read-only (a read-only mount or folder): "
+                "nothing was written; reading commands (verify, stats show, dv) work, "
+                "writing ones need write access"
+            )
         mark = cut_by_pyiceberg(location)
         if mark is not None:
             raise UsageError(
@@ -120,6 +127,18 @@ def require_writable_location(table: Table) -> None:
                 "IO cuts a location short, so its files would be written outside the "
                 "table: nothing was written; move the table to a location without '#' or '?'"
             )
+
+
+def _read_only(path: str) -> bool:
+    """Whether the nearest existing folder of ``path`` refuses writes to this process."""
+    import os
+
+    while path and not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    return bool(path) and not os.access(path, os.W_OK)
 
 
 def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
 from puffin.iceberg.catalog.catalogs import resolve_snapshot
+from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.scan.columns import (
     ScanColumn,
     by_current_names,
@@ -116,6 +117,7 @@ def compute_table_statistics(
         stats = compute_table_statistics(catalog.load_table("db.events"))
         print(stats.statistics_path, [b.properties["ndv"] for b in stats.blob_metadata])
     """
+    require_writable_location(table)  # before the scan, not after it
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:

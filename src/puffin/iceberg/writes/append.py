@@ -26,6 +26,7 @@ from puffin.iceberg.metadata.commits import (
 )
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.writes.schema import conform
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "after_commit",
     "append",
-    "check_schema",
+    "commit_v2",
     "has_statistics",
     "statistics_left",
     "write_data_files",
@@ -61,12 +62,14 @@ def append(
     ``data`` is a pyarrow ``Table`` or a ``RecordBatchReader`` (streamed into files of the
     table's ``write.target-file-size-bytes``, on unpartitioned tables; pyiceberg does not
     stream into partitions yet).  Its schema must be compatible with the table's
-    (:func:`check_schema`: a :class:`UsageError` names the mismatch).  No rows, no commit:
-    the table is returned as it was.  The data files are written once; a commit that loses
-    to a concurrent one is retried on the refreshed table (new row ids), and a commit that
-    finally fails, or Ctrl-C before the commit, removes every file written for it.  Ctrl-C
-    or SIGTERM after the commit raises :class:`~puffin.errors.InterruptedAfterCommit`,
-    naming the snapshot and what was left undone.
+    (:func:`~puffin.iceberg.writes.schema.conform`: a :class:`UsageError` names the
+    mismatch; nullable fields of required columns are accepted when they hold no null).
+    No rows, no commit: the table is returned as it was. The data files are written once; a
+    commit that loses to a concurrent one is retried on the refreshed table (new row ids),
+    and a commit that finally fails, or Ctrl-C before the commit, removes every file written
+    for it. Ctrl-C or SIGTERM after the commit raises
+    :class:`~puffin.errors.InterruptedAfterCommit`, naming the snapshot and what was left
+    undone.
     """
     import pyarrow as pa
 
@@ -75,7 +78,7 @@ def append(
     if statistics not in ("update", "none"):
         raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
     follow = statistics == "update" and has_statistics(table)
-    check_schema(table, data.schema)
+    data = conform(table, data)
     if isinstance(data, pa.Table) and data.num_rows == 0:
         return table
     files = write_data_files(table, data)
@@ -86,7 +89,7 @@ def append(
     def attempt(current: Table, number: int, written: list[str]) -> Table:
         if v3:
             return commit_snapshot(current, written, added_data=files, operation="append")[0]
-        return _commit_v2(current, files, written)
+        return commit_v2(current, files, written)
 
     kept = [str(f.file_path) for f in files]
     try:
@@ -97,13 +100,17 @@ def append(
     return after_commit(committed, follow)
 
 
-def _commit_v2(table: Table, files: Sequence[DataFile], written: list[str]) -> Table:
+def commit_v2(
+    table: Table, files: Sequence[DataFile], written: list[str], updates: Sequence[Any] = ()
+) -> Table:
     """pyiceberg's own append snapshot of ``files`` on a v1/v2 table (fast or merging, as
-    its properties say), committed with interrupts held off; the manifests it wrote go
-    into ``written`` so that a failed commit leaves none."""
+    its properties say), after ``updates`` (a property), committed with interrupts held
+    off; the manifests it wrote go into ``written`` so that a failed commit leaves none."""
     from pyiceberg.table.refs import MAIN_BRANCH
 
     tx = table.transaction()
+    if updates:
+        tx._apply(tuple(updates))
     with tx._append_snapshot_producer({}, branch=MAIN_BRANCH) as producer:
         for f in files:
             producer.append_data_file(f)
@@ -163,15 +170,6 @@ def has_statistics(table: Table) -> bool:
 
     snapshot = table.current_snapshot()
     return snapshot is not None and base_statistics(table, snapshot)[0] is not None
-
-
-def check_schema(table: Table, schema: pa.Schema) -> None:
-    """pyiceberg's own compatibility check (names, types, promotions, required fields)."""
-    from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible
-
-    _check_pyarrow_schema_compatible(
-        table.schema(), provided_schema=schema, format_version=table.metadata.format_version
-    )
 
 
 def write_data_files(table: Table, data: Any) -> list[DataFile]:
