@@ -175,3 +175,33 @@ def test_json_commands_print_an_error_document(base: Path) -> None:
     assert doc["command"] == "table delete" and doc["ok"] is False
     assert doc["error"]["type"] == "ColumnNotFoundError" and doc["error"]["exit_status"] == 2
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_concurrent_appends_each_report_their_own_snapshot(tmp_path: Path) -> None:
+    """Four processes append at once to a table whose statistics follow each append: each
+    prints the snapshot it committed (its own row count in that snapshot's summary), none
+    another writer's, and every one is in the table."""
+    table = upgrade_to_v3(create_sample_table(local_catalog(tmp_path), "db.t", rows=1000))
+    compute_table_statistics(table, progress=False)
+    procs = {}
+    for n in (10, 20, 30, 40):
+        path = tmp_path / f"rows{n}.parquet"
+        pq.write_table(sample_batch(n, start=10_000 * n, seed=n), path)
+        command = [sys.executable, "-m", "puffin", "table", "append", "db.t", str(path),
+                   "--warehouse", str(tmp_path), "--json"]
+        procs[n] = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+    reported = {}
+    for n, proc in procs.items():
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        doc = json.loads(out)
+        assert doc["added_records"] == n
+        reported[n] = doc["snapshot_id"]
+    table = local_catalog(tmp_path).load_table("db.t")
+    for n, snapshot_id in reported.items():
+        snapshot = table.snapshot_by_id(snapshot_id)
+        assert snapshot is not None and snapshot.summary is not None
+        assert int(snapshot.summary.additional_properties["added-records"]) == n
+    assert len(set(reported.values())) == 4
+    assert table.scan().to_arrow().num_rows == 1100

@@ -9,6 +9,7 @@ is flagged as an upper bound.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
+from puffin.cli import main
 from puffin.iceberg import (
     append,
     compute_table_statistics,
@@ -55,7 +57,9 @@ def test_appends_update_statistics_byte_identical_to_a_full_computation(
     assert len(incremental) >= 8
 
 
-def test_after_a_delete_the_update_is_an_upper_bound_until_a_full_one(tmp_path: Path) -> None:
+def test_after_a_delete_the_update_is_an_upper_bound_until_a_full_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     table = upgrade_to_v3(create_sample_table(local_catalog(tmp_path), "db.t", rows=2000))
     compute_table_statistics(table, progress=False)
     table = delete_rows(table, "category < 5").table
@@ -63,10 +67,18 @@ def test_after_a_delete_the_update_is_an_upper_bound_until_a_full_one(tmp_path: 
     stats = read_table_statistics(table)
     assert stats.snapshot_id == table.current_snapshot().snapshot_id
     assert all(c.blob.properties.get(NDV_UPPER_BOUND) == "true" for c in stats)
+    assert all(c.upper_bound_only and c.mode == "upper bound" for c in stats)
+    assert main(["table", "stats", "show", "db.t", "--warehouse", str(tmp_path), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["columns"]
+    assert all(r["mode"] == "upper bound" and r["exact"] is False for r in shown)
+    assert main(["table", "stats", "show", "db.t", "--warehouse", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()[3:]
+    assert lines and all(line.endswith("upper bound") for line in lines)
     full = update_table_statistics(table, full=True, progress=False)
     assert all(NDV_UPPER_BOUND not in (b.properties or {}) for b in full.blob_metadata)
     exact = read_table_statistics(local_catalog(tmp_path).load_table("db.t"))
     assert all(c.ndv <= u.ndv for c, u in zip(exact, stats, strict=True))
+    assert all(c.mode != "upper bound" for c in exact)
 
 
 def test_update_catches_up_over_several_snapshots_and_append_can_skip_it(tmp_path: Path) -> None:

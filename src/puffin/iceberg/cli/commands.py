@@ -289,7 +289,9 @@ def _run_show(args: argparse.Namespace) -> int:
                 "lower_bound": float(sketch.lower_bound(2)),
                 "upper_bound": float(sketch.upper_bound(2)),
                 "num_retained": int(sketch.num_retained),
-                "exact": bool(float(sketch.theta) >= 1.0),
+                "exact": c.mode == "exact",
+                "upper_bound_only": c.upper_bound_only,
+                "mode": c.mode,
             }
         )
     if args.json:
@@ -310,7 +312,7 @@ def _run_show(args: argparse.Namespace) -> int:
     print(f"  {'column':<{width}}  {NDV:>12}  {'95% bounds (2 sigma)':>27}  mode")
     for r in rows:
         bounds = f"[{r['lower_bound']:.0f}, {r['upper_bound']:.0f}]"
-        mode = "exact" if r["exact"] else "estimate"
+        mode = r["mode"]
         name = r["name"] if r["name"] is not None else f"<field {r['field_id']}>"
         ndv = r[NDV] if r[NDV] is not None else "?"
         print(f"  {name:<{width}}  {ndv:>12}  {bounds:>27}  {mode}")

@@ -58,7 +58,24 @@ def _reader(paths: list[str], partitioned: bool) -> Any:
         raise UsageError(f"cannot read the files as Parquet: {why}") from None
     if partitioned:
         return dataset.to_table()
-    return pa.RecordBatchReader.from_batches(dataset.schema, dataset.to_batches())
+    import pyarrow.parquet as pq
+
+    def batches() -> Any:
+        # A file at a time, a column chunk at a time: pyarrow's dataset scanner and a
+        # pre-buffered ParquetFile keep what they read until the end (apache/arrow#39808).
+        for path in dataset.files:
+            with dataset.filesystem.open_input_file(path) as stream:
+                source = pq.ParquetFile(stream, pre_buffer=False)
+                missing = sorted(set(dataset.schema.names) - set(source.schema_arrow.names))
+                if missing:
+                    raise UsageError(
+                        f"{path} has no column {', '.join(missing)}: the files of one "
+                        f"append need the columns of the first ({paths[0]})"
+                    )
+                for batch in source.iter_batches(batch_size=65536):
+                    yield batch.select(dataset.schema.names).cast(dataset.schema)
+
+    return pa.RecordBatchReader.from_batches(dataset.schema, batches())
 
 
 def _run_append(args: argparse.Namespace, table: Any) -> int:

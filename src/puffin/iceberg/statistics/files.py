@@ -203,6 +203,20 @@ class ColumnStatistics:
         """The sketch's distinct-count estimate (exact below the sketch's k entries)."""
         return float(self.sketch.estimate)
 
+    @property
+    def upper_bound_only(self) -> bool:
+        """Whether the sketch counts rows deleted since it was made (the blob's
+        :data:`NDV_UPPER_BOUND` property): its ``ndv`` is then at most that many."""
+        return (self.blob.properties or {}).get(NDV_UPPER_BOUND) == "true"
+
+    @property
+    def mode(self) -> str:
+        """``"exact"`` (every distinct value kept), ``"estimate"`` (a theta sample), or
+        ``"upper bound"`` (either, counting rows deleted since: never exact)."""
+        if self.upper_bound_only:
+            return "upper bound"
+        return "exact" if float(self.sketch.theta) >= 1.0 else "estimate"
+
 
 @dataclass(frozen=True)
 class TableStatistics:
