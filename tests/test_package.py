@@ -34,11 +34,16 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_errors_share_one_base() -> None:
-    """Every error class lives in puffin.errors under one of the two documented bases."""
+    """Every error class lives in puffin.errors under one of the two documented bases, but
+    the interrupt that came after a commit, which stays a ``KeyboardInterrupt`` (so that no
+    ``except Exception`` swallows the user's Ctrl-C)."""
     import puffin.errors
 
     for name in puffin.errors.__all__:
         obj = getattr(puffin.errors, name)
+        if obj is puffin.errors.InterruptedAfterCommit:
+            assert issubclass(obj, KeyboardInterrupt) and not issubclass(obj, Exception)
+            continue
         assert issubclass(obj, (puffin.PuffinError, puffin.IntegrationError)), name
         if issubclass(obj, puffin.PuffinError):
             assert issubclass(obj, ValueError), name

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from puffin.errors import UsageError
 from puffin.iceberg import add_files, append, create_sample_table, local_catalog, upgrade_to_v3
 from puffin.iceberg.catalog.sample import sample_batch
+from test_cli import check_shape, documented_shape
 
 
 def _puffin(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -170,3 +171,4 @@ def test_json_error_documents(warehouse: Path, files: dict[str, Path]) -> None:
     doc: dict[str, Any] = json.loads(result.stdout)
     assert result.returncode == 2 and doc["ok"] is False
     assert doc["command"] == "table append" and doc["error"]["type"] == "UsageError"
+    check_shape(doc, documented_shape("error"))
