@@ -784,3 +784,7 @@ def test_spark_refuses_a_dangling_and_before_running(spark: Any, base: Any) -> N
         ps.deletion_vectors_for(spark, base, "category = 8 amount")
     with pytest.raises(ColumnNotFoundError, match="nope"):
         ps.deletion_vectors_for(spark, base, "nope = 1")
+    # Inexact literals are refused as delete_rows refuses them, never rounded or coerced.
+    for where in ("category = 9.5", "id = 10.7", "category = '7'", "category = 99999999999"):
+        with pytest.raises(UsageError):
+            ps.deletion_vectors_for(spark, base, where)

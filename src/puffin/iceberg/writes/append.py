@@ -2,12 +2,13 @@
 
 pyiceberg 0.12 refuses to write a manifest for a v3 table (``Cannot write manifest for table
 version: 3``), so once a table is upgraded for deletion vectors a Python pipeline could no
-longer load data into it.  :func:`append` writes the data files with pyiceberg's own Parquet
-writer (field ids, column metrics, target file size, partitions as pyiceberg computes them)
-and commits one ``append`` snapshot through the v3 metadata writer: one new data manifest,
-whose ``first_row_id`` the manifest list assigns from the table's ``next-row-id``; the
-snapshot's ``first-row-id`` and ``added-rows`` advance ``next-row-id``.  v1 and v2 tables
-go to pyiceberg's ``Table.append``, so a caller need not look at the format version.
+longer load data into it.  :func:`append` writes the data files itself (pyiceberg's writer
+settings, names and metrics; a reader streamed with bounded memory, :mod:`._streaming`),
+removes them when the write or the commit fails or is interrupted, and commits one
+``append`` snapshot: on v3 through the v3 metadata writer, one new data manifest whose
+``first_row_id`` the manifest list assigns from the table's ``next-row-id`` (the snapshot's
+``first-row-id`` and ``added-rows`` advance it); on v1/v2 as pyiceberg's own append
+snapshot, so a caller need not look at the format version.
 """
 
 from __future__ import annotations
