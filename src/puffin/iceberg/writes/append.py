@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
@@ -38,6 +38,7 @@ __all__ = [
     "after_commit",
     "append",
     "commit_v2",
+    "commit_written",
     "has_statistics",
     "statistics_left",
     "write_data_files",
@@ -92,6 +93,19 @@ def append(
             return commit_snapshot(current, written, added_data=files, operation="append")[0]
         return commit_v2(current, files, written)
 
+    return commit_written(table, attempt, files, follow=follow, max_attempts=max_attempts)
+
+
+def commit_written(
+    table: Table,
+    attempt: Callable[[Table, int, list[str]], Table],
+    files: Sequence[DataFile],
+    *,
+    follow: bool,
+    max_attempts: int,
+) -> Table:
+    """The commit loop for data files written once (removed if it finally fails), then the
+    statistics that follow; an interrupt after the commit names them when they did not."""
     kept = [str(f.file_path) for f in files]
     try:
         committed = with_retries(table, attempt, max_attempts, kept=kept)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import InterruptedAfterCommit, UsageError
+from puffin.errors import UsageError
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_where, check_where, matching_by_file
@@ -44,8 +44,8 @@ def overwrite(
     """
     from puffin.iceberg.writes.append import (
         after_commit,
+        commit_written,
         has_statistics,
-        statistics_left,
         write_data_files,
     )
 
@@ -81,10 +81,4 @@ def overwrite(
         )
         return committed
 
-    kept = [str(f.file_path) for f in files]
-    try:
-        committed = with_retries(table, attempt, max_attempts, kept=kept)
-    except InterruptedAfterCommit as exc:
-        exc.remaining = statistics_left(table) if follow else None
-        raise
-    return after_commit(committed, follow)
+    return commit_written(table, attempt, files, follow=follow, max_attempts=max_attempts)
