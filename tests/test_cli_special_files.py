@@ -96,7 +96,11 @@ def test_command_refuses_a_special_file_at_once(
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"puffin {args[0]}: error: {path}: "), lines[0]
     assert f"{kind}, not a regular file" in lines[0], lines[0]
-    assert result.stdout == "", result.stdout
+    if "--json" in args:  # the error document every --json command prints when it fails
+        doc = json.loads(result.stdout)
+        assert doc["ok"] is False and f"{kind}, not a regular file" in doc["error"]["message"]
+    else:
+        assert result.stdout == "", result.stdout
     assert not out.exists()
 
 

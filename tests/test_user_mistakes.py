@@ -8,6 +8,8 @@ an empty input, a read-only warehouse.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -22,17 +24,20 @@ pytest.importorskip("pyiceberg")
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from puffin.cli import main
 from puffin.errors import UsageError
 from puffin.iceberg import add_files, append, create_sample_table, local_catalog, upgrade_to_v3
 from puffin.iceberg.catalog.sample import sample_batch
 from test_cli import check_shape, documented_shape
 
 
-def _puffin(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "puffin", *args], capture_output=True, text=True, timeout=120,
-        cwd=cwd,
-    )
+def _puffin(*args: str) -> subprocess.CompletedProcess[str]:
+    """``puffin ARGS`` in this process (an interpreter per call would cost a second each),
+    its stdout and stderr captured as a child's would be."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
