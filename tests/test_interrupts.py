@@ -55,6 +55,10 @@ def interrupt(signum, frame):
     raise KeyboardInterrupt
 
 signal.signal(signal.SIGTERM, interrupt)
+# SQLAlchemy logs an interrupt that lands in a connection's close before re-raising it; the
+# program reports the interrupt itself, as the command line does.
+import logging
+logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 try:
     import pyarrow.parquet as pq
     from puffin.errors import InterruptedAfterCommit

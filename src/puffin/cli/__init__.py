@@ -187,6 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.debug = bool(getattr(args, "debug", False))
     args.color = str(getattr(args, "color", "auto"))
+    if not args.debug:
+        _quiet_pool_logs()
     forget_commits()
     try:
         with _terminate_as_interrupt():
@@ -208,6 +210,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "json", False) is True and status != EXIT_BROKEN_PIPE:
             _json_error(command, error, status)
         return status
+
+
+def _quiet_pool_logs() -> None:
+    """SQLAlchemy logs an exception that interrupts a connection's close, traceback and all,
+    before it re-raises it: the command reports that interrupt in its one line instead
+    (``--debug`` keeps the log)."""
+    import logging
+
+    logging.getLogger("sqlalchemy.pool").setLevel(logging.CRITICAL)
 
 
 def _interrupt_behind(exc: BaseException) -> BaseException:

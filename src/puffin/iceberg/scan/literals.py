@@ -103,6 +103,11 @@ def _number(value: Any, lit: Any, field_type: Any, column: str) -> Decimal | flo
             f"column {column!r} ({field_type}) cannot be compared with NaN, which equals "
             f"nothing: write '{column} is nan' to find NaN values"
         )
+    if isinstance(value, Decimal) and not value.is_finite():
+        raise UsageError(
+            f"column {column!r} ({field_type}) cannot be compared with {value}: write a "
+            "finite number (or a float infinity on a float column)"
+        )
     return value if isinstance(value, float) else Decimal(value)
 
 
