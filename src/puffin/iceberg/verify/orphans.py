@@ -36,12 +36,10 @@ __all__ = [
     "kind_of",
     "parse_age",
     "referenced_files",
-    "referenced_puffin_files",
 ]
 
 #: Orphans younger than this are left alone: a concurrent commit may be about to add them.
 DEFAULT_OLDER_THAN = datetime.timedelta(days=3)
-_PUFFIN_SUFFIXES = (".puffin", ".stats")
 _HIDDEN = (".", "_")
 _VERSION_HINT = "version-hint.text"
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -84,11 +82,6 @@ def referenced_files(table: Table) -> set[str]:
             for entry in read_manifest_entries(table.io, manifest, include_deleted=True):
                 found.add(str(entry.data_file.file_path))
     return {location_key(p) for p in found}
-
-
-def referenced_puffin_files(table: Table) -> set[str]:
-    """Local paths of every Puffin file the table metadata references, in any snapshot."""
-    return {p for p in referenced_files(table) if p.endswith(_PUFFIN_SUFFIXES)}
 
 
 def kind_of(path: str) -> str:

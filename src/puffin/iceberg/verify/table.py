@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.table.statistics import PartitionStatisticsFile, StatisticsFile
 
+    from puffin.iceberg.scan.plan import PlannedFile
+
 __all__ = ["Problem", "VerifyReport", "verify_table"]
 
 
@@ -188,8 +190,11 @@ def _check_partition_statistics(
         )
 
 
-def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyReport) -> None:
-    """Every deletion vector of the snapshot against its manifest entry and data file."""
+def _check_deletion_vectors(
+    table: Table, snapshot: Snapshot, planned: Sequence[PlannedFile], report: VerifyReport
+) -> None:
+    """Every deletion vector of the snapshot against its manifest entry and data file
+    (``planned``: the snapshot's live data files)."""
     try:
         refs = deletion_vector_refs(table, snapshot)
     except TableMetadataError as exc:
@@ -197,7 +202,7 @@ def _check_deletion_vectors(table: Table, snapshot: Snapshot, report: VerifyRepo
         return
     if not refs:
         return
-    live = {p.path: p.record_count for p in plan_files(table, snapshot)}
+    live = {p.path: p.record_count for p in planned}
     by_file: dict[str, list[DeletionVectorRef]] = {}
     for r in refs:
         by_file.setdefault(r.path, []).append(r)
@@ -314,8 +319,9 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
         _check_partition_statistics(table, pstats, report)
     if snapshot_id is not None or table.current_snapshot() is not None:
         snapshot = resolve_snapshot(table, snapshot_id)
-        _check_deletion_vectors(table, snapshot, report)
-        _check_data_files(table, snapshot, report)
+        planned = plan_files(table, snapshot)  # read once for both checks
+        _check_deletion_vectors(table, snapshot, planned, report)
+        _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
         report.problems.extend(Problem("table", p, m) for p, m in findings)
     report.warnings.extend(
@@ -331,12 +337,14 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     return report
 
 
-def _check_data_files(table: Table, snapshot: Snapshot, report: VerifyReport) -> None:
+def _check_data_files(
+    table: Table, snapshot: Snapshot, planned: Sequence[PlannedFile], report: VerifyReport
+) -> None:
     """Every live data file exists, and none is registered twice (however its location is
     spelled: its rows would count twice)."""
     seen: dict[str, list[str]] = {}
-    for planned in plan_files(table, snapshot):
-        seen.setdefault(location_key(planned.path), []).append(planned.path)
+    for p in planned:
+        seen.setdefault(location_key(p.path), []).append(p.path)
     for paths in seen.values():
         if len(paths) > 1:
             report.problems.append(

@@ -126,10 +126,13 @@ def commit_v2(
     tx = table.transaction()
     if updates:
         tx._apply(tuple(updates))
-    with tx._append_snapshot_producer({}, branch=MAIN_BRANCH) as producer:
-        for f in files:
-            producer.append_data_file(f)
-    written.extend(_named(table, str(producer.commit_uuid)))
+    producer = tx._append_snapshot_producer({}, branch=MAIN_BRANCH)
+    try:
+        with producer:
+            for f in files:
+                producer.append_data_file(f)
+    finally:  # the paths it named, written or half-written, even when interrupted
+        written.extend([*producer._written_manifests, *producer._written_manifest_lists])
 
     def commit() -> Table:
         tx.commit_transaction()
@@ -239,7 +242,7 @@ def _release_writers(exc: BaseException) -> None:
 
 def _named(table: Table, token: str) -> list[str]:
     """Files under a local table's folders whose name holds ``token`` (a write's uuid: what
-    pyiceberg names the data files and manifests of one write by)."""
+    pyiceberg names the data files of one write by, the one being written included)."""
     from puffin.locations import local_path
 
     roots = {

@@ -115,7 +115,8 @@ def required_as_declared(table: Table, metadata: Any, path: str) -> pa.Schema:
         for group in range(metadata.num_row_groups):
             stats = metadata.row_group(group).column(index).statistics
             if stats is None or not stats.has_null_count:
-                nulls = pq.read_table(path_of(path), columns=[name]).column(name).null_count
+                with table.io.new_input(path).open() as stream:
+                    nulls = pq.read_table(stream, columns=[name]).column(name).null_count
                 break
             nulls += stats.null_count
         if nulls:
@@ -124,13 +125,6 @@ def required_as_declared(table: Table, metadata: Any, path: str) -> pa.Schema:
                 f"{nulls} null(s) in it"
             )
     return _strict(schema, required)
-
-
-def path_of(location: str) -> str:
-    """A local path for pyarrow, or the location as it is."""
-    from puffin.locations import local_path
-
-    return local_path(location) or location
 
 
 def _strict(schema: pa.Schema, required: set[str]) -> pa.Schema:
