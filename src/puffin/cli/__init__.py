@@ -190,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.debug:
         _quiet_pool_logs()
     forget_commits()
+    _SIGNALLED.clear()
     try:
         with _terminate_as_interrupt():
             status = int(func(args) or 0)
@@ -197,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except (Exception, KeyboardInterrupt) as caught:
         error = _interrupt_behind(caught)
+        if _SIGNALLED and not isinstance(error, KeyboardInterrupt):
+            error = KeyboardInterrupt(f"signal {_SIGNALLED[-1]}")
         committed, snapshot_id = last_commit()
         if isinstance(error, KeyboardInterrupt) and committed:
             # After the library returned: the commit stands, only the report was cut.
@@ -256,14 +259,22 @@ def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM ends a command as Ctrl-C does (a ``KeyboardInterrupt``): its cleanup runs and
     it says what it committed, instead of the process vanishing mid-write."""
     def interrupt(signum: int, frame: Any) -> None:
+        _SIGNALLED.append(signum)
         raise KeyboardInterrupt(f"signal {signum}")
 
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread (an embedding program): leave it as it is
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+#: Signals the running command received: an error raised while one was being handled (a
+#: library that turns the KeyboardInterrupt into its own error, as pydantic does while it
+#: builds a class) is that interrupt.
+_SIGNALLED: list[int] = []
