@@ -36,7 +36,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
 from puffin.iceberg import compute_table_statistics, local_catalog, sample_batch
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 COLUMNS = {"id": "long", "category": "int", "amount": "double", "user_name": "string"}
 

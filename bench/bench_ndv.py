@@ -80,7 +80,7 @@ def make_table(folder: Path, path: Path, files: int) -> list[str]:
     from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
     from puffin.iceberg import local_catalog
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     catalog = local_catalog(folder)
     catalog.create_namespace_if_not_exists("bench")

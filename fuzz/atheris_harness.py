@@ -48,8 +48,8 @@ def main() -> None:
 
     with atheris.instrument_imports():
         import puffin
-        from puffin.blobs.deletion_vector import DeletionVector, read_deletion_vectors
-        from puffin.blobs.theta import ThetaSketch, read_theta_blobs
+        from puffin.blobs.dv.files import DeletionVector, read_deletion_vectors
+        from puffin.blobs.theta.files import ThetaSketch, read_theta_blobs
 
     def known(exc: BaseException) -> bool:
         # The int-conversion bugs (see KNOWN_BUGS in tests/test_fuzz.py).

@@ -38,7 +38,7 @@ from puffin.iceberg import (
     write_table_deletion_vectors,
 )
 from puffin.iceberg.metadata.v3 import DeleteManifestWriterV3, ManifestListWriterV3
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 __all__ = [
     "commit_deletion_vectors_v3",

@@ -24,8 +24,8 @@ SRC = ROOT / "src" / "puffin"
 
 # Rank of each part of the package: a module may import only from lower ranks or its own part.
 _CORE = {
-    "errors", "layout", "limits", "_source", "_remote", "_staging", "metadata", "codecs", "reader",
-    "writer", "locations", "version", "_stores", "_footer_json", "_footer_large",
+    "errors", "layout", "limits", "version", "types", "codecs", "metadata", "footer", "io",
+    "reader", "writer",
 }
 _RANKS = {
     "blobs": 1,

@@ -1,11 +1,11 @@
-"""puffin.blobs.types: the Iceberg type model and the one Arrow <-> Iceberg type map."""
+"""puffin.types: the Iceberg type model and the one Arrow <-> Iceberg type map."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from puffin.blobs.types import (
+from puffin.types import (
     IcebergType,
     UnsupportedArrowTypeError,
     arrow_type_for,

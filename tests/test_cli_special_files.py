@@ -1,6 +1,6 @@
 """Every ``puffin`` command that reads a local file answers at once when the path is not a
 regular file: a FIFO (which would block the open), a directory, ``/dev/zero`` (which would
-read forever).  The refusal is the library's own check (``puffin._source.check_regular``);
+read forever).  The refusal is the library's own check (``puffin.io.local.check_regular``);
 the commands name the path in their one error line, or in their ``--json`` document.
 
 Each command runs as a subprocess with a timeout, so a hang fails the test instead of

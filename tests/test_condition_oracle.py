@@ -32,7 +32,7 @@ from puffin.iceberg import create_sample_table, local_catalog
 from puffin.iceberg.catalog.sample import sample_batch
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 ROWS, FILES, SEED = 400, 2, 11
 OPS = {"=": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import puffin
-import puffin._staging
+import puffin.io.staging
 from _hostile import generation_payloads, write_generation
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
@@ -34,16 +34,16 @@ MIN_KILLS = 110  # writers actually killed (the issue asks for at least 100)
 MAX_TRIALS = 300
 TESTS_DIR = Path(__file__).resolve().parent
 
-UNNAMED = puffin._staging._USE_O_TMPFILE and sys.platform.startswith("linux")
+UNNAMED = puffin.io.staging._USE_O_TMPFILE and sys.platform.startswith("linux")
 
 # The child imports everything first, says "ready", waits for "go", then writes.
 _CHILD = f"""
 import os, sys
 sys.path.insert(0, {str(TESTS_DIR)!r})
-import puffin._staging
+import puffin.io.staging
 from _hostile import write_generation
 if os.environ.get("PUFFIN_TEST_NAMED_TEMPORARY"):
-    puffin._staging._USE_O_TMPFILE = False
+    puffin.io.staging._USE_O_TMPFILE = False
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
 sys.stdin.readline()

@@ -20,8 +20,8 @@ from pyroaring import BitMap, BitMap64
 
 import puffin
 from puffin import DeletionVector, DeletionVectorError, PuffinError
-from puffin.blobs import _roaring64 as r64
-from puffin.blobs.deletion_vector import MAX_POSITION, ROW_POSITION_FIELD_ID
+from puffin.blobs.dv import roaring64 as r64
+from puffin.blobs.dv.files import MAX_POSITION, ROW_POSITION_FIELD_ID
 
 DELETES = Path(__file__).resolve().parent.parent / "testdata" / "iceberg-java" / "deletes"
 CROARING = DELETES.parent.parent / "croaring"

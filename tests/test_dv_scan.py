@@ -16,7 +16,7 @@ import pytest
 from pyroaring import BitMap
 
 from puffin import DeletionVectorError
-from puffin.blobs import _roaring64 as r64
+from puffin.blobs.dv import roaring64 as r64
 
 
 @functools.cache

@@ -137,8 +137,8 @@ def _golden_seeds() -> list[Seed]:
 
 def _typed_seeds() -> list[Seed]:
     """Files with deletion-vector and theta blobs, written by those modules."""
-    from puffin.blobs.deletion_vector import DeletionVector, write_deletion_vectors
-    from puffin.blobs.theta import ThetaSketch, add_theta_blob
+    from puffin.blobs.dv.files import DeletionVector, write_deletion_vectors
+    from puffin.blobs.theta.files import ThetaSketch, add_theta_blob
 
     dv_out = io.BytesIO()
     big = DeletionVector(range(0, 70_000, 3))  # a bitmap container
@@ -186,12 +186,12 @@ def seeds() -> list[Seed]:
 def _decode_typed(meta: puffin.BlobMetadata, payload: bytes) -> object:
     """Decode deletion-vector and theta payloads through their modules; a short summary."""
     if meta.type == "deletion-vector-v1":
-        from puffin.blobs.deletion_vector import DeletionVector
+        from puffin.blobs.dv.files import DeletionVector
 
         dv = DeletionVector.deserialize(payload)
         return ("dv", dv.cardinality)
     if meta.type == "apache-datasketches-theta-v1":
-        from puffin.blobs.theta import ThetaSketch
+        from puffin.blobs.theta.files import ThetaSketch
 
         sketch = ThetaSketch.deserialize(payload)
         return ("theta", sketch.theta64, sketch.num_retained, sketch.hashes[:4].tolist())
@@ -200,8 +200,8 @@ def _decode_typed(meta: puffin.BlobMetadata, payload: bytes) -> object:
 
 def _decode_file(reader: puffin.PuffinReader, source: Any) -> tuple[str, ...]:
     """The typed readers' whole-file views: footer rules as well as payloads."""
-    from puffin.blobs.deletion_vector import read_deletion_vectors
-    from puffin.blobs.theta import read_theta_blobs
+    from puffin.blobs.dv.files import read_deletion_vectors
+    from puffin.blobs.theta.files import read_theta_blobs
 
     results = []
     try:
@@ -890,8 +890,8 @@ def test_reading_every_blob_by_metadata_is_linear() -> None:
 
 
 def _typed_file(kind: str, value: str) -> bytes:
-    from puffin.blobs.deletion_vector import DeletionVector
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.dv.files import DeletionVector
+    from puffin.blobs.theta.files import ThetaSketch
 
     out = io.BytesIO()
     with puffin.create(out) as writer:
@@ -909,10 +909,10 @@ def _typed_file(kind: str, value: str) -> bytes:
 
 def _read_typed(kind: str, data: bytes) -> object:
     if kind == "dv":
-        from puffin.blobs.deletion_vector import read_deletion_vectors
+        from puffin.blobs.dv.files import read_deletion_vectors
 
         return read_deletion_vectors(data)
-    from puffin.blobs.theta import read_theta_blobs
+    from puffin.blobs.theta.files import read_theta_blobs
 
     return read_theta_blobs(data)
 

@@ -18,7 +18,7 @@ from puffin.iceberg import (
     load_catalog,
     load_table,
 )
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 
 @pytest.fixture

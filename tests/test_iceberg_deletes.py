@@ -22,7 +22,7 @@ from pyiceberg.table.puffin import PuffinFile
 
 import puffin
 from iceberg_fixtures import commit_deletion_vectors_v3, make_catalog
-from puffin.blobs.deletion_vector import DeletionVector
+from puffin.blobs.dv.files import DeletionVector
 from puffin.iceberg import (
     DeletionVectorRef,
     apply_deletion_vector,
@@ -33,7 +33,7 @@ from puffin.iceberg import (
     verify_table,
     write_table_deletion_vectors,
 )
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 ROWS = 60_000
 FILES = 3

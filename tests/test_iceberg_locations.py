@@ -1,4 +1,4 @@
-"""puffin.locations: one way to resolve a table location for reading and writing."""
+"""puffin.io.locations: one way to resolve a table location for reading and writing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import puffin
-from puffin.locations import local_path, open_input, open_output
+from puffin.io.locations import local_path, open_input, open_output
 
 
 def _write(target: Any) -> int:

@@ -42,7 +42,7 @@ from iceberg_fixtures import (
     commit_position_deletes_v2,
     make_catalog,
 )
-from puffin.blobs.theta import ThetaSketch, read_theta_blobs
+from puffin.blobs.theta.files import ThetaSketch, read_theta_blobs
 from puffin.errors import UsageError
 from puffin.iceberg import (
     ColumnNotFoundError,
@@ -55,7 +55,7 @@ from puffin.iceberg import (
     verify_table,
 )
 from puffin.iceberg.scan.arrow import to_iceberg_arrow
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 from puffin.support.progress import Progress
 
 ROWS = 40_000

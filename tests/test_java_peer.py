@@ -35,7 +35,7 @@ from peers import (
     read_sail,
 )
 from peers.iceberg_java import ROW_LINEAGE, JavaPeer, read_java
-from puffin.blobs.theta import ThetaSketch
+from puffin.blobs.theta.files import ThetaSketch
 from puffin.iceberg import (
     add_files,
     append,
@@ -51,7 +51,7 @@ from puffin.iceberg import (
     verify_table,
 )
 from puffin.iceberg.scan.plan import plan_files
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

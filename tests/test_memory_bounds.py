@@ -23,7 +23,7 @@ import zstandard
 
 import puffin
 from _hostile import lz4_set_content_size, puffin_file, zstd_set_content_size
-from puffin._footer_large import EXACT_BYTES
+from puffin.footer.streaming import EXACT_BYTES
 
 MiB = 1 << 20
 BUDGET = 256 * MiB

@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from puffin.blobs.theta import ThetaSketch
-from puffin.blobs.types import parse_type
+from puffin.blobs.theta.files import ThetaSketch
 from puffin.ndv.engine import ColumnSketch, sketch_parts
 from puffin.ndv.parquet import NdvColumn, dictionary_columns, sketch_parquet
+from puffin.types import parse_type
 
 RNG = np.random.default_rng(17)
 

@@ -27,12 +27,12 @@ from pyiceberg.table import Table
 
 import puffin
 from iceberg_fixtures import commit_position_deletes_v2, make_catalog
-from puffin.blobs.theta import ThetaSketch, read_theta_blobs
+from puffin.blobs.theta.files import ThetaSketch, read_theta_blobs
 from puffin.iceberg import compute_table_statistics, create_sample_table
 from puffin.iceberg.scan.arrow import to_iceberg_arrow
 from puffin.iceberg.scan.read import BATCH_ROWS, read_columns
 from puffin.iceberg.statistics.compute import plan_statistics
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 MiB = 1 << 20
 #: Budgets for the rise of the peak RSS during each job (see the module docstring).

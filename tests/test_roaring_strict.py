@@ -22,8 +22,8 @@ import pytest
 from pyroaring import BitMap, BitMap64
 
 import puffin
-from puffin.blobs import _roaring64 as r64
-from puffin.blobs._dv_format import MAGIC
+from puffin.blobs.dv import roaring64 as r64
+from puffin.blobs.dv.format import MAGIC
 from puffin.errors import DeletionVectorError
 
 TESTDATA = Path(__file__).resolve().parent.parent / "testdata"

@@ -21,7 +21,7 @@ import fsspec
 
 import puffin
 from _s3_server import CountingS3Server, Request
-from puffin import _remote
+from puffin.io import remote as _remote
 
 BUCKET = "warehouse"
 

@@ -31,7 +31,7 @@ pytest.importorskip("pyiceberg")
 import puffin
 from iceberg_fixtures import commit_deletion_vectors_v3, commit_position_deletes_v2, make_catalog
 from puffin import spark as ps
-from puffin.blobs.theta import ThetaSketch
+from puffin.blobs.theta.files import ThetaSketch
 from puffin.errors import JavaNotFoundError, SetupError, UsageError
 from puffin.spark._java import _java_major
 
@@ -389,7 +389,7 @@ def _data_paths(table: Any) -> list[str]:
 
 
 def _local(location: str) -> str:
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     path = local_path(location)
     assert path is not None
@@ -594,7 +594,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 import numpy as np, pyarrow as pa
 from pyspark.sql import SparkSession
 from puffin import spark as ps
-from puffin.blobs.theta import ThetaSketch
+from puffin.blobs.theta.files import ThetaSketch
 from puffin.iceberg import compute_table_statistics, create_sample_table, local_catalog
 import puffin
 

@@ -34,9 +34,9 @@ from puffin import (
     read_theta_blobs,
     serialize_value,
 )
-from puffin.blobs._murmur3 import theta_hash_lanes, theta_hash_var
-from puffin.blobs.theta import MAX_LG_K, MIN_LG_K, check_lg_k
-from puffin.blobs.theta_build import k_smallest_distinct
+from puffin.blobs.theta.build import k_smallest_distinct
+from puffin.blobs.theta.files import MAX_LG_K, MIN_LG_K, check_lg_k
+from puffin.blobs.theta.murmur3 import theta_hash_lanes, theta_hash_var
 from puffin.errors import UsageError
 
 MAX_THETA = (1 << 63) - 1

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import puffin
-from puffin.blobs.theta import SEED_HASH
+from puffin.blobs.theta.files import SEED_HASH
 from puffin.errors import ThetaSketchError
 
 MiB = 1 << 20
@@ -153,7 +153,7 @@ import puffin
 path, entry, limits_json = sys.argv[1:4]
 limits = puffin.Limits(**json.loads(limits_json))
 # Load the code both entry points run (NumPy, datasketches) first: the budget is for the input.
-import puffin.blobs.theta, puffin.blobs.verify
+import puffin.blobs.theta.files, puffin.blobs.verify
 base_rss = psutil.Process().memory_info().rss
 try:
     if entry == "read_theta_blobs":

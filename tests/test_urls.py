@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import puffin
-from puffin import _remote, locations
+from puffin.io import locations
+from puffin.io import remote as _remote
 
 fsspec = pytest.importorskip("fsspec")
 
@@ -191,7 +192,7 @@ def test_a_file_url_with_a_hash_writes_that_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("target", ["file:", "file://localhost", "{}/dir/"])
 def test_a_target_without_a_file_name_is_refused_up_front(tmp_path: Path, target: str) -> None:
-    from puffin import _staging
+    from puffin.io import staging as _staging
 
     (tmp_path / "dir").mkdir()
     with pytest.raises(IsADirectoryError, match="give the file's name"):

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 import puffin
-import puffin._staging
+import puffin.io.staging
 
-UNNAMED = puffin._staging._USE_O_TMPFILE and sys.platform.startswith("linux")
+UNNAMED = puffin.io.staging._USE_O_TMPFILE and sys.platform.startswith("linux")
 
 
 def _write(target: Path, payload: bytes) -> None:
@@ -133,7 +133,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     if request.param == "unnamed" and not UNNAMED:
         pytest.skip("needs O_TMPFILE (Linux)")
     if request.param == "named":
-        monkeypatch.setattr(puffin._staging, "_USE_O_TMPFILE", False)
+        monkeypatch.setattr(puffin.io.staging, "_USE_O_TMPFILE", False)
     yield request.param
 
 
@@ -186,8 +186,8 @@ def test_copy_where_an_unnamed_file_cannot_be_linked(
     def refuse(fd: int, path: str) -> None:
         raise OSError(errno.EXDEV, "Invalid cross-device link")
 
-    monkeypatch.setattr(puffin._staging, "_link_fd", refuse)
-    monkeypatch.setattr(puffin._staging, "_UNLINKABLE", set())
+    monkeypatch.setattr(puffin.io.staging, "_link_fd", refuse)
+    monkeypatch.setattr(puffin.io.staging, "_UNLINKABLE", set())
     target = tmp_path / "a.puffin"
     if existing:
         target.write_bytes(b"previous")
@@ -195,7 +195,7 @@ def test_copy_where_an_unnamed_file_cannot_be_linked(
     _write(target, payload)
     assert _names(tmp_path) == ["a.puffin"]
     assert _read(target) == payload
-    assert puffin._staging._UNLINKABLE == {tmp_path.stat().st_dev}
+    assert puffin.io.staging._UNLINKABLE == {tmp_path.stat().st_dev}
     w = puffin.create(target)  # the next writer goes straight to a named temporary
     assert len(_names(tmp_path)) == 2
     w.abort()

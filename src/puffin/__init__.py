@@ -44,18 +44,18 @@ from puffin.writer import PuffinWriter, create
 
 # Public names of the blob-type modules, imported lazily (they may need NumPy).
 _LAZY: dict[str, str] = {
-    "DeletionVector": "puffin.blobs.deletion_vector",
-    "DeletionVectorEntry": "puffin.blobs.deletion_vector",
-    "write_deletion_vectors": "puffin.blobs.deletion_vector",
-    "read_deletion_vector": "puffin.blobs.deletion_vector",
-    "read_deletion_vectors": "puffin.blobs.deletion_vector",
-    "DELETION_VECTOR_V1": "puffin.blobs.deletion_vector",
-    "ThetaSketch": "puffin.blobs.theta",
-    "ThetaSketchBuilder": "puffin.blobs.theta",
-    "ThetaBlob": "puffin.blobs.theta",
-    "add_theta_blob": "puffin.blobs.theta",
-    "read_theta_blobs": "puffin.blobs.theta",
-    "APACHE_DATASKETCHES_THETA_V1": "puffin.blobs.theta",
+    "DeletionVector": "puffin.blobs.dv.files",
+    "DeletionVectorEntry": "puffin.blobs.dv.files",
+    "write_deletion_vectors": "puffin.blobs.dv.files",
+    "read_deletion_vector": "puffin.blobs.dv.files",
+    "read_deletion_vectors": "puffin.blobs.dv.files",
+    "DELETION_VECTOR_V1": "puffin.blobs.dv.files",
+    "ThetaSketch": "puffin.blobs.theta.files",
+    "ThetaSketchBuilder": "puffin.blobs.theta.files",
+    "ThetaBlob": "puffin.blobs.theta.files",
+    "add_theta_blob": "puffin.blobs.theta.files",
+    "read_theta_blobs": "puffin.blobs.theta.files",
+    "APACHE_DATASKETCHES_THETA_V1": "puffin.blobs.theta.files",
     "serialize_value": "puffin.blobs.single_value",
     "serialize_values": "puffin.blobs.single_value",
     "verify_file": "puffin.blobs.verify",
@@ -63,7 +63,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from puffin.blobs.deletion_vector import (
+    from puffin.blobs.dv.files import (
         DELETION_VECTOR_V1,
         DeletionVector,
         DeletionVectorEntry,
@@ -72,7 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_deletion_vectors,
     )
     from puffin.blobs.single_value import serialize_value, serialize_values
-    from puffin.blobs.theta import (
+    from puffin.blobs.theta.files import (
         APACHE_DATASKETCHES_THETA_V1,
         ThetaBlob,
         ThetaSketch,

@@ -60,7 +60,7 @@ class _Step:
 
 
 def _local(location: str) -> str:
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     path = local_path(location)
     if path is None:  # pragma: no cover - the demo's warehouse is local
@@ -81,7 +81,7 @@ def _single_machine_check(
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from puffin.blobs.theta import ThetaSketch, read_theta_blobs
+    from puffin.blobs.theta.files import ThetaSketch, read_theta_blobs
 
     paths = [_local(t.file.file_path) for t in table.scan().plan_files()]
     names = [f.name for f in schema.fields]

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from puffin._footer_json import byte_position, culprit, dump_java
 from puffin.errors import InvalidFooterError, PuffinError
+from puffin.footer.text import byte_position, culprit, dump_java
 from puffin.limits import DEFAULT_LIMITS, Limits, json_cap_violation
 
 __all__ = ["BlobMetadata", "FileMetadata"]

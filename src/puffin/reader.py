@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from puffin._footer_large import parse_footer
-from puffin._source import RandomAccessSource, Source
 from puffin.codecs import get_codec
 from puffin.errors import (
     CodecError,
@@ -20,6 +18,9 @@ from puffin.errors import (
     LimitExceededError,
     PuffinError,
 )
+from puffin.footer.streaming import parse_footer
+from puffin.io.local import RandomAccessSource, Source
+from puffin.io.locations import open_source
 from puffin.layout import (
     FOOTER_STRUCT_LENGTH,
     MAGIC_LENGTH,
@@ -30,7 +31,6 @@ from puffin.layout import (
     parse_footer_struct,
 )
 from puffin.limits import DEFAULT_LIMITS, Limits
-from puffin.locations import open_source
 from puffin.metadata import BlobMetadata, FileMetadata, PayloadError
 
 __all__ = ["PuffinReader", "open"]

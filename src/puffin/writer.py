@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import IO, Any
 
-from puffin._remote import Upload
-from puffin._staging import Staging
 from puffin.codecs import get_codec
+from puffin.io.locations import open_target
+from puffin.io.remote import Upload
+from puffin.io.staging import Staging
 from puffin.layout import MAGIC, footer_size_for, pack_footer
-from puffin.locations import open_target
 from puffin.metadata import (
     CREATED_BY,
     INT32_MAX,

@@ -28,7 +28,7 @@ class PeerError(RuntimeError):
 
 def metadata_path(location: str | os.PathLike[str]) -> Path:
     """A local path for a metadata.json given as a path or a ``file://`` URL."""
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     text = os.fspath(location)
     if text.startswith("file:"):  # no unquoting: '%41' is three characters of the name

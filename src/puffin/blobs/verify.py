@@ -35,7 +35,7 @@ from puffin.errors import (
 from puffin.reader import open as _open
 
 if TYPE_CHECKING:  # pragma: no cover
-    from puffin._source import Source
+    from puffin.io.local import Source
     from puffin.limits import Limits
     from puffin.metadata import BlobMetadata
 
@@ -113,7 +113,7 @@ def _check_theta(data: bytes, meta: BlobMetadata, index: int) -> None:
             blob_index=index,
             field="fields",
         )
-    from puffin.blobs.theta import ThetaSketch  # NumPy: only when a theta blob is checked
+    from puffin.blobs.theta.files import ThetaSketch  # NumPy: only when a theta blob is checked
 
     ndv = standard.parse_long_property(
         meta.properties, standard.NDV, blob_index=index, error=ThetaSketchError
@@ -134,7 +134,7 @@ def _check_theta(data: bytes, meta: BlobMetadata, index: int) -> None:
 
 
 def _check_deletion_vector(data: bytes, meta: BlobMetadata, index: int) -> None:
-    from puffin.blobs.deletion_vector import decode_blob
+    from puffin.blobs.dv.files import decode_blob
 
     decode_blob(data, meta, index)  # the error carries the blob index itself
 

@@ -18,7 +18,7 @@ __all__ = ["dv_info", "theta_info"]
 
 def theta_info(data: bytes, meta: BlobMetadata, index: int, *, std_devs: int) -> dict[str, Any]:
     """Decoded estimate, bounds and retained count of a theta blob, beside its ``ndv``."""
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
     try:
         sketch = ThetaSketch.deserialize(data)
@@ -51,7 +51,7 @@ def dv_info(data: bytes, meta: BlobMetadata, index: int, *, limit: int | None) -
     The blob is decoded with every check ``puffin.read_deletion_vectors`` makes; error
     offsets are file offsets.
     """
-    from puffin.blobs.deletion_vector import decode_blob
+    from puffin.blobs.dv.files import decode_blob
 
     dv = decode_blob(data, meta, index, f"blob {index}")
     cardinality = int(dv.cardinality)

@@ -84,21 +84,21 @@ def reading(path: str, also: tuple[type[BaseException], ...] = ()) -> Iterator[N
 
 
 def _local(path: str) -> str | None:
-    """The local file a command argument names, as :func:`puffin.locations.open_source`
+    """The local file a command argument names, as :func:`puffin.io.locations.open_source`
     reads it: a plain path as given, a ``file:`` URL's path; None for any other URL."""
-    from puffin.locations import is_url, local_path
+    from puffin.io.locations import is_url, local_path
 
     return local_path(path) if is_url(path) else path
 
 
 def not_regular(path: str, what: str = "a Puffin file") -> InputError | None:
     """The error for an input that is a FIFO, a directory, a device: the library's own
-    check (:func:`puffin._source.check_regular`), at once, naming ``path``.
+    check (:func:`puffin.io.local.check_regular`), at once, naming ``path``.
 
     None for a regular file, a remote URL, or a path that cannot be opened at all (missing,
     no permission): the command reports that as it reports any unreadable input.
     """
-    from puffin._source import check_regular
+    from puffin.io.local import check_regular
 
     local = _local(path)
     if local is None:

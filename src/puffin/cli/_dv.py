@@ -33,7 +33,7 @@ def _select(args: argparse.Namespace) -> list[_Selected]:
     if (args.offset is None) != (args.length is None):
         raise UsageError("--offset and --length go together")
     if args.offset is not None:
-        from puffin.blobs.deletion_vector import read_deletion_vector
+        from puffin.blobs.dv.files import read_deletion_vector
 
         with reading(args.file):
             dv = read_deletion_vector(
@@ -46,7 +46,7 @@ def _select(args: argparse.Namespace) -> list[_Selected]:
         return [_Selected(None, args.data_file, args.offset, args.length, dv.to_numpy())]
     if args.record_count is not None:
         raise UsageError("--record-count needs --offset and --length")
-    from puffin.blobs.deletion_vector import decode_blob
+    from puffin.blobs.dv.files import decode_blob
 
     selected: list[_Selected] = []
     with opened(args.file) as reader:

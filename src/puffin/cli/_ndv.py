@@ -1,6 +1,6 @@
 """``puffin ndv``: theta sketches of Parquet columns, as Iceberg builds them.
 
-Each chosen column gets the Iceberg type :func:`puffin.blobs.types.iceberg_type_for_arrow`
+Each chosen column gets the Iceberg type :func:`puffin.types.iceberg_type_for_arrow`
 gives its Arrow type, and a field id (the Parquet field id, else position + 1).  Files are
 read one batch at a time, so memory stays bounded by the batch size and the sketches (a few
 hundred KiB per column).
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from puffin.blobs.types import IcebergType
+    from puffin.types import IcebergType
 
 __all__ = ["SCHEMA_VERSION", "ColumnPlan", "plan_columns", "run"]
 
@@ -99,7 +99,7 @@ def plan_columns(
         positions = [names.index(w) for w in wanted]
     else:
         positions = list(range(len(names)))
-    from puffin.blobs.types import UnsupportedArrowTypeError, arrow_type_for, iceberg_type_for_arrow
+    from puffin.types import UnsupportedArrowTypeError, arrow_type_for, iceberg_type_for_arrow
 
     plans: list[ColumnPlan] = []
     skipped: list[Skipped] = []
@@ -228,9 +228,9 @@ def _sketch(
     bad_input: tuple[type[BaseException], ...],
 ) -> tuple[list[Any], list[int], int]:
     """Every column's sketch, its non-null count, and the rows read."""
-    from puffin.blobs.types import parse_type
     from puffin.ndv.engine import keep_freed_memory
     from puffin.ndv.parquet import NdvColumn, sketch_parquet
+    from puffin.types import parse_type
 
     total_rows = sum(f.metadata.num_rows for f in files)
     progress = Progress(
@@ -299,7 +299,7 @@ def _skipped_note(skipped: list[Skipped]) -> str:
 
 
 def _write(args: argparse.Namespace, plans: list[ColumnPlan], sketches: list[Any]) -> Any:
-    from puffin.blobs.theta import add_theta_blob
+    from puffin.blobs.theta.files import add_theta_blob
     from puffin.version import __version__
     from puffin.writer import create
 

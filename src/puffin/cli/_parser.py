@@ -110,7 +110,7 @@ def _java_long(text: str) -> int:
 
 def _lg_k(text: str) -> int:
     """``--lg-k``: an integer that the sketch library's own check accepts."""
-    from puffin.blobs.theta import check_lg_k
+    from puffin.blobs.theta.files import check_lg_k
 
     value = _any_int(text)
     try:

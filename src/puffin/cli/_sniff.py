@@ -22,7 +22,7 @@ _FORMATS = (
 
 def format_hint(path: str) -> str:
     """``"; this is a Parquet file ..."`` for a recognizable non-Puffin file, else ``""``."""
-    from puffin._source import open_regular
+    from puffin.io.local import open_regular
 
     try:
         # Only a regular file: a FIFO would block the open, /dev/zero is no format.
@@ -35,7 +35,7 @@ def format_hint(path: str) -> str:
         return ""
     finally:
         os.close(fd)
-    from puffin.blobs._dv_format import MAGIC as DV_MAGIC  # only on this error path
+    from puffin.blobs.dv.format import MAGIC as DV_MAGIC  # only on this error path
 
     quoted = shlex.quote(path)
     for magic, what, advice in _FORMATS:

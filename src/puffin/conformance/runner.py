@@ -20,7 +20,7 @@ from puffin.conformance.adapters._base import Adapter
 from puffin.conformance.results import TIERS, positions_digest
 from puffin.conformance.tables import rows_digest
 from puffin.errors import MissingDependencyError
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 __all__ = ["Outcome", "Report", "corpus_dir", "load_vectors", "run_vectors"]
 

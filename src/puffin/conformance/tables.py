@@ -166,7 +166,7 @@ def write_position_delete_file(table: Table, positions: Mapping[str, Sequence[in
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.typedef import Record
 
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     rows = sorted((path, int(p)) for path, ps in positions.items() for p in ps)
     field_id = b"PARQUET:field_id"

@@ -3,7 +3,7 @@
 ``puffin ndv`` (through :func:`puffin.ndv.parquet.sketch_parquet`) and
 ``compute_table_statistics`` read and hash through :func:`sketch_parts`; each task of the
 Spark ``arrow`` engine hashes through :class:`ColumnSketch`.
-Why it is faster than one :class:`~puffin.blobs.theta.ThetaSketchBuilder` update per batch:
+Why it is faster than one :class:`~puffin.blobs.theta.files.ThetaSketchBuilder` update per batch:
 
 - each column keeps one hashing state (the candidates below theta) for the whole run, and
   each thread one scratch space: no thread pool, no fresh 12 MiB scratch and no union per
@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from puffin.blobs.single_value import numeric_values, serialize_values
-from puffin.blobs.theta import DEFAULT_LG_K, ThetaSketch, check_lg_k
-from puffin.blobs.theta_build import (
+from puffin.blobs.theta.build import (
     CHUNK_ROWS,
     FIRST_CHUNK_ROWS,
     MAX_THETA,
@@ -48,7 +47,8 @@ from puffin.blobs.theta_build import (
     default_threads,
     union_states,
 )
-from puffin.blobs.types import IcebergType, arrow_type_for, parse_type
+from puffin.blobs.theta.files import DEFAULT_LG_K, ThetaSketch, check_lg_k
+from puffin.types import IcebergType, arrow_type_for, parse_type
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -15,9 +15,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.blobs.theta import DEFAULT_LG_K, ThetaSketch
-from puffin.blobs.types import IcebergType
+from puffin.blobs.theta.files import DEFAULT_LG_K, ThetaSketch
 from puffin.ndv.engine import Batches, sketch_parts
+from puffin.types import IcebergType
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
 __all__ = ["arrow_sketches"]
 
@@ -63,7 +63,7 @@ def _sketch_partition(types: list[str], lg_k: int) -> _Partition:
 
 def arrow_sketches(df: DataFrame, types: list[str], lg_k: int) -> list[ThetaSketch]:
     """Sketch every column of ``df`` with our builder on the executors; union on the driver."""
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
     rows = df.mapInArrow(_sketch_partition(types, lg_k), "column int, sketch binary").collect()
     parts: list[list[bytes]] = [[] for _ in types]

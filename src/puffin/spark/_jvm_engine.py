@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql.types import DataType
 
     from puffin.blobs.single_value import IcebergType
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
 __all__ = ["jvm_available", "jvm_expression", "jvm_sketches"]
 
@@ -127,7 +127,7 @@ def jvm_sketches(
     import numpy as np
     from pyspark.sql import functions as F
 
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
     aggs = []
     for i, (expr, double) in enumerate(exprs):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.table import Table
     from pyspark.sql import SparkSession
 
-    from puffin.blobs.deletion_vector import DeletionVectorEntry
+    from puffin.blobs.dv.files import DeletionVectorEntry
     from puffin.iceberg import DeleteResult
 
 __all__ = ["register_cli"]

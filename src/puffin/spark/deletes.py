@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
 
-    from puffin.blobs.deletion_vector import DeletionVector, DeletionVectorEntry
+    from puffin.blobs.dv.files import DeletionVector, DeletionVectorEntry
     from puffin.iceberg.deletes.rows import DeleteResult
     from puffin.iceberg.scan.plan import DeleteIndex, PlannedFile
 
@@ -46,7 +46,7 @@ def _dv_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from puffin.blobs.deletion_vector import DeletionVector
+    from puffin.blobs.dv.files import DeletionVector
 
     vectors: dict[str, DeletionVector] = {}
     largest: dict[str, int] = {}
@@ -91,7 +91,7 @@ def _collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]
     A file that spans several partitions comes back as several partial vectors, merged
     here; each payload's CRC and cardinality are checked as it is decoded.
     """
-    from puffin.blobs.deletion_vector import DeletionVector
+    from puffin.blobs.dv.files import DeletionVector
 
     merged: dict[str, tuple[DeletionVector, int]] = {}
     for row in rows_df.mapInArrow(_dv_partition, _DV_SCHEMA).collect():
@@ -227,7 +227,7 @@ def _by_data_file(
 
     With ``existing``, the positions the snapshot already deletes are added to each.
     """
-    from puffin.blobs.deletion_vector import DeletionVector
+    from puffin.blobs.dv.files import DeletionVector
     from puffin.iceberg.deletes.merge import union_with_live
 
     by_key = {path_key(p.path): p for p in planned}
@@ -342,8 +342,8 @@ def _write_vectors(
     """Write DVs to a local path (atomically) or, for a URL, through fsspec."""
     import dataclasses
 
-    from puffin.blobs.deletion_vector import write_deletion_vectors
-    from puffin.locations import open_output
+    from puffin.blobs.dv.files import write_deletion_vectors
+    from puffin.io.locations import open_output
     from puffin.version import CREATED_BY
 
     with open_output(location) as target:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import Column, DataFrame
 
     from puffin.blobs.single_value import IcebergType
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
 __all__ = ["ENGINES", "compute_ndv_sketches"]
 
@@ -96,7 +96,7 @@ def _check_arguments(
     engine: str,
 ) -> list[str]:
     """The column names to sketch, after checking every argument before Spark runs a job."""
-    from puffin.blobs.theta import check_lg_k
+    from puffin.blobs.theta.files import check_lg_k
 
     if engine not in ENGINES:
         raise UsageError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.table.statistics import StatisticsFile
     from pyspark.sql import SparkSession
 
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
 __all__ = ["compute_table_statistics"]
 
@@ -45,7 +45,7 @@ def compute_table_statistics(
     Equality deletes, non-Parquet data files and Parquet files without field ids are not
     supported (``UnsupportedTableError``, or Spark's error for missing field ids).
     """
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
     from puffin.iceberg.scan.columns import snapshot_schema
     from puffin.iceberg.statistics.compute import plan_statistics
     from puffin.iceberg.statistics.files import write_statistics_file

@@ -37,7 +37,7 @@ from puffin.blobs.single_value._column import SerializedValues
 from puffin.blobs.single_value._distinct import distinct_if_small_range, small_range_distinct
 from puffin.blobs.single_value._scalar import serialize_value
 from puffin.blobs.single_value._serialize import serialize_tasks, serialize_values
-from puffin.blobs.types import IcebergType, parse_type
+from puffin.types import IcebergType, parse_type
 
 __all__ = [
     "IcebergType",

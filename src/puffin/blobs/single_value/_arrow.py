@@ -26,8 +26,8 @@ from puffin.blobs.single_value._kernels import (
 )
 from puffin.blobs.single_value._numpy import from_numpy
 from puffin.blobs.single_value._scalar import uuid_bytes
-from puffin.blobs.types import IcebergType
 from puffin.errors import MissingDependencyError
+from puffin.types import IcebergType
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray

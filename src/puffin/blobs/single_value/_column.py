@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs.types import IcebergType
+from puffin.types import IcebergType
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray

@@ -23,7 +23,7 @@ from puffin.blobs.single_value._kernels import (
     time_units,
 )
 from puffin.blobs.single_value._scalar import min_twos_complement
-from puffin.blobs.types import IcebergType
+from puffin.types import IcebergType
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray

@@ -11,7 +11,7 @@ from puffin.blobs.single_value._arrow import from_arrow, optional_pyarrow
 from puffin.blobs.single_value._column import SerializedValues, pack_bytes
 from puffin.blobs.single_value._numpy import from_numpy
 from puffin.blobs.single_value._scalar import serialize_value
-from puffin.blobs.types import IcebergType
+from puffin.types import IcebergType
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray

@@ -13,7 +13,7 @@ from puffin.blobs.single_value._column import SerializedValues, concat
 from puffin.blobs.single_value._distinct import distinct_if_small_range
 from puffin.blobs.single_value._numpy import from_numpy
 from puffin.blobs.single_value._python import from_python
-from puffin.blobs.types import IcebergType, parse_type
+from puffin.types import IcebergType, parse_type
 
 __all__ = ["serialize_tasks", "serialize_values"]
 

@@ -126,7 +126,7 @@ def connect_duckdb() -> Any:
 
 def duckdb_scan(metadata: str | os.PathLike[str]) -> str:
     """``iceberg_scan('<local path>')`` for a metadata.json given as a path or URL."""
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     text = os.fspath(metadata)
     path = (local_path(text) or text).replace("'", "''")

@@ -19,7 +19,7 @@ from puffin.errors import (
     TableNotFoundError,
     UsageError,
 )
-from puffin.locations import cut_by_pyiceberg
+from puffin.io.locations import cut_by_pyiceberg
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

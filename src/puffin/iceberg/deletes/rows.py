@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.table import Table
 
-    from puffin.blobs.deletion_vector import DeletionVectorEntry
+    from puffin.blobs.dv.files import DeletionVectorEntry
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["DeleteResult", "commit_deletion_vectors", "delete_rows", "require_v3"]
@@ -112,7 +112,7 @@ def commit_deletion_vectors(
     a position past its end raises ``ValueError``; the other errors are those of
     :func:`delete_rows`.
     """
-    from puffin.blobs.deletion_vector import DeletionVector
+    from puffin.blobs.dv.files import DeletionVector
 
     require_v3(table, "commit_deletion_vectors")
     wanted: Positions = {}

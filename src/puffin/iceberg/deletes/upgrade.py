@@ -83,7 +83,7 @@ def upgrade_to_v3(
 
 def _as_arrays(given: Mapping[str, Any]) -> dict[str, Any]:
     """Positions given in any form :class:`puffin.DeletionVector` accepts, as arrays."""
-    from puffin.blobs.deletion_vector import DeletionVector
+    from puffin.blobs.dv.files import DeletionVector
 
     return {
         path: (dv if isinstance(dv, DeletionVector) else DeletionVector(dv)).to_numpy()

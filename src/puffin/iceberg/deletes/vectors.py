@@ -29,7 +29,7 @@ from puffin.iceberg.metadata.manifests import (
     read_manifest_entries,
 )
 from puffin.iceberg.scan.plan import keep_mask, plan_files
-from puffin.locations import open_input, open_output
+from puffin.io.locations import open_input, open_output
 from puffin.version import CREATED_BY
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
-    from puffin.blobs.deletion_vector import DeletionVector, DeletionVectorEntry
+    from puffin.blobs.dv.files import DeletionVector, DeletionVectorEntry
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
@@ -88,7 +88,7 @@ def write_table_deletion_vectors(
         ``content_offset``, ``content_size_in_bytes``, ``record_count``, the file's
         ``path`` and ``file_size_in_bytes``), in the order given.
     """
-    from puffin.blobs.deletion_vector import DeletionVector, write_deletion_vectors
+    from puffin.blobs.dv.files import DeletionVector, write_deletion_vectors
 
     dvs: dict[str, DeletionVector] = {}
     for key, positions in vectors.items():
@@ -263,7 +263,7 @@ def read_table_deletion_vectors(
     prefix, magic, CRC, Roaring layout, and cardinality against the manifest's
     ``record_count``.  Errors are :class:`puffin.DeletionVectorError` naming the file.
     """
-    from puffin.blobs.deletion_vector import read_deletion_vector
+    from puffin.blobs.dv.files import read_deletion_vector
 
     snapshot = resolve_snapshot(table, snapshot_id)
     out: dict[str, DeletionVector] = {}
@@ -293,7 +293,7 @@ def apply_deletion_vector(data: pa.Table | pa.RecordBatch, dv: Any, *, offset: i
     if hasattr(dv, "to_numpy"):
         positions = np.asarray(dv.to_numpy(), dtype=np.int64)
     else:
-        from puffin.blobs.deletion_vector import DeletionVector
+        from puffin.blobs.dv.files import DeletionVector
 
         positions = DeletionVector(dv).to_numpy()
     mask = keep_mask(positions, offset, data.num_rows)

@@ -105,9 +105,9 @@ def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
 def require_writable_location(table: Table) -> None:
     """Refuse, before any work, to write where it cannot go right: a table folder that is
     read-only to this process (a read-only mount), or a location pyiceberg's file IO would
-    cut short (a ``#`` or ``?``, :func:`puffin.locations.cut_by_pyiceberg`: its files would
+    cut short (a ``#`` or ``?``, :func:`puffin.io.locations.cut_by_pyiceberg`: its files would
     land elsewhere).  A :class:`UsageError` naming the location either way."""
-    from puffin.locations import cut_by_pyiceberg, local_path
+    from puffin.io.locations import cut_by_pyiceberg, local_path
 
     properties = table.properties
     for name, location in (

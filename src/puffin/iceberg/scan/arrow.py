@@ -2,14 +2,14 @@
 
 Files differ from the table's current schema in ways Iceberg allows (promoted types,
 timestamp units, extension types, dictionary encoding); :func:`to_iceberg_arrow` undoes
-them against the one type map in :mod:`puffin.blobs.types`.
+them against the one type map in :mod:`puffin.types`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from puffin.blobs.types import arrow_type_for
+from puffin.types import arrow_type_for
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from puffin.errors import UnsupportedTableError
-from puffin.locations import open_input
+from puffin.io.locations import open_input
 
 if TYPE_CHECKING:
     import numpy as np
@@ -142,7 +142,7 @@ class DeleteIndex:
         }
 
     def _load_puffin(self, path: str) -> dict[str, npt.NDArray[np.int64]]:
-        from puffin.blobs.deletion_vector import read_deletion_vectors
+        from puffin.blobs.dv.files import read_deletion_vectors
 
         with open_input(self._io, path) as f:
             vectors = read_deletion_vectors(f)

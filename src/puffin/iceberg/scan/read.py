@@ -19,7 +19,7 @@ from puffin.errors import UnsupportedTableError
 from puffin.iceberg.scan.arrow import to_iceberg_arrow
 from puffin.iceberg.scan.columns import ScanColumn
 from puffin.iceberg.scan.plan import DeleteIndex, PlannedFile, keep_mask
-from puffin.locations import local_path
+from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.statistics import StatisticsFile
 
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
 
 __all__ = [
     "SkippedColumnWarning",

@@ -21,7 +21,7 @@ from puffin.iceberg.catalog.catalogs import resolve_snapshot
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import with_retries
 from puffin.iceberg.scan.columns import column_names
-from puffin.locations import open_input, open_output
+from puffin.io.locations import open_input, open_output
 from puffin.reader import open as open_puffin
 from puffin.version import CREATED_BY
 from puffin.writer import create
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.statistics import StatisticsFile
 
-    from puffin.blobs.theta import ThetaSketch
+    from puffin.blobs.theta.files import ThetaSketch
     from puffin.metadata import BlobMetadata
 
 __all__ = [
@@ -138,7 +138,7 @@ def _write_stats_file(
     sequence_number: int,
     properties: Mapping[str, str] | None = None,
 ) -> tuple[int, int, list[BlobMetadata]]:
-    from puffin.blobs.theta import add_theta_blob
+    from puffin.blobs.theta.files import add_theta_blob
 
     with (
         open_output(location, table.io) as target,
@@ -265,7 +265,7 @@ def read_table_statistics(table: Table, *, snapshot_id: int | None = None) -> Ta
     The file is opened with the metadata's ``file-footer-size-in-bytes``, so a footer size
     that does not match the file fails (as in Java).  Blobs of other types are ignored.
     """
-    from puffin.blobs.theta import read_theta_blobs
+    from puffin.blobs.theta.files import read_theta_blobs
 
     stats = table_statistics_for(table, snapshot_id)
     names = column_names(table.schema())

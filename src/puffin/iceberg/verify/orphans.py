@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from puffin.errors import UsageError
 from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
-from puffin.locations import local_path, location_key
+from puffin.io.locations import local_path, location_key
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table

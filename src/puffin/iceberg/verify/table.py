@@ -33,7 +33,7 @@ from puffin.iceberg.deletes.vectors import (
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.verify.orphans import find_orphans
 from puffin.iceberg.verify.v3_checks import check_v3
-from puffin.locations import location_key, open_input
+from puffin.io.locations import location_key, open_input
 from puffin.reader import open as open_puffin
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def _check_dv_file(
     problem: Callable[[str], None],
 ) -> None:
     """One DV file: its own rules when it has a footer, then each manifest range."""
-    from puffin.blobs.deletion_vector import read_deletion_vector
+    from puffin.blobs.dv.files import read_deletion_vector
 
     try:
         with open_puffin(f, file_size=size) as reader:

@@ -33,7 +33,7 @@ def check_deletes(table: Table, snapshot: Snapshot, *, vectors: bool = True) -> 
     """
     from pyiceberg.manifest import FileFormat, ManifestContent
 
-    from puffin.blobs.deletion_vector import read_deletion_vector
+    from puffin.blobs.dv.files import read_deletion_vector
     from puffin.iceberg.metadata.manifests import (
         CONTENT_OFFSET,
         CONTENT_SIZE,
@@ -41,7 +41,7 @@ def check_deletes(table: Table, snapshot: Snapshot, *, vectors: bool = True) -> 
         read_manifest_entries,
         read_manifest_list,
     )
-    from puffin.locations import open_input
+    from puffin.io.locations import open_input
 
     out: list[Finding] = []
     version = table.metadata.format_version

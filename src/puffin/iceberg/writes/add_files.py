@@ -19,7 +19,7 @@ from puffin.errors import UsageError
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
-from puffin.locations import location_key
+from puffin.io.locations import location_key
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -66,7 +66,7 @@ def data_file_location(path: str) -> str:
     """Where a data file given on the command line or to :func:`add_files` is registered:
     a local path made absolute, as a ``file:`` URL like the table's own files (unescaped,
     as pyiceberg and Java read it); any other URL as it is."""
-    from puffin.locations import cut_by_pyiceberg, is_url, local_path
+    from puffin.io.locations import cut_by_pyiceberg, is_url, local_path
 
     local = local_path(path)
     if local is None:

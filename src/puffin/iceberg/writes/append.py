@@ -243,7 +243,7 @@ def _release_writers(exc: BaseException) -> None:
 def _named(table: Table, token: str) -> list[str]:
     """Files under a local table's folders whose name holds ``token`` (a write's uuid: what
     pyiceberg names the data files of one write by, the one being written included)."""
-    from puffin.locations import local_path
+    from puffin.io.locations import local_path
 
     roots = {
         local_path(location)

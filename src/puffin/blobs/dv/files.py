@@ -5,7 +5,7 @@ where ``length`` counts the magic and the bitmap and the CRC covers the same byt
 bitmap is a u64 LE count, then for each 32-bit key (the high half of the positions, in
 ascending order) a u32 LE key and a portable 32-bit Roaring bitmap of the low halves.
 
-The payload format is :mod:`puffin.blobs._dv_format` (:class:`DeletionVector`, re-exported
+The payload format is :mod:`puffin.blobs.dv.format` (:class:`DeletionVector`, re-exported
 here); this module reads and writes DV blobs in Puffin files.  Reading checks everything a
 broken or hostile payload could get wrong: length prefix, magic, CRC, key order, Java's key
 limit, the Roaring headers against the bytes present, the body parsing exactly to its end
@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO
 
-from puffin._source import Source
 from puffin.blobs import standard
-from puffin.blobs._dv_format import MAGIC, DeletionVector, PositionsLike
-from puffin.blobs._dv_positions import MAX_POSITION
+from puffin.blobs.dv.format import MAGIC, DeletionVector, PositionsLike
+from puffin.blobs.dv.positions import MAX_POSITION
 from puffin.errors import DeletionVectorError
+from puffin.io.local import Source
+from puffin.io.locations import open_source
 from puffin.limits import Limits
-from puffin.locations import open_source
 from puffin.metadata import BlobMetadata
 from puffin.reader import open as _open_puffin
 from puffin.version import CREATED_BY

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap
 
-from puffin.blobs import _roaring64 as r64
+from puffin.blobs.dv import roaring64 as r64
 from puffin.errors import DeletionVectorError
 
 __all__ = ["MAX_POSITION", "check_position", "to_bitmaps"]

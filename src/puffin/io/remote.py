@@ -1,6 +1,6 @@
 """Puffin files in object stores: ranged reads and uploads through fsspec or a FileIO.
 
-:mod:`puffin.locations` decides where a location lives; a remote one comes here.  It goes
+:mod:`puffin.io.locations` decides where a location lives; a remote one comes here.  It goes
 through a pyiceberg ``FileIO`` given as ``io=`` (with its properties), else through fsspec
 (optional, imported only here and only when needed).
 
@@ -23,9 +23,9 @@ import tempfile
 import threading
 from typing import Any
 
-from puffin._source import RandomAccessSource, check_range, short_read
-from puffin._stores import fsspec_fs, storage_errors
 from puffin.errors import InvalidFileError
+from puffin.io.local import RandomAccessSource, check_range, short_read
+from puffin.io.stores import fsspec_fs, storage_errors
 
 __all__ = [
     "UPLOAD_BUFFER_SIZE",
@@ -153,7 +153,7 @@ class _StreamSource:
 def open_url_source(
     location: Any, *, file_size: int | None = None, io: Any = None
 ) -> RandomAccessSource:
-    """A ranged :class:`~puffin._source.RandomAccessSource` for a URL or a pyiceberg InputFile.
+    """A ranged :class:`~puffin.io.local.RandomAccessSource` for a URL or a pyiceberg InputFile.
 
     ``file:`` URLs are the caller's to open as paths (see :func:`local_path`).
     """

@@ -10,7 +10,7 @@ that freedom:
   a worker's first chunks are smaller, so theta falls before the large ones;
 - each chunk hands back only hashes below the current theta (usually a tiny fraction once the
   sketch is in estimation mode), which lets the hashing skip most of the finalizer (see
-  :mod:`puffin.blobs._murmur3`); a small direct-mapped table of recently seen hashes drops
+  :mod:`puffin.blobs.theta.murmur3`); a small direct-mapped table of recently seen hashes drops
   repeats cheaply while the sketch is still exact;
 - kept candidates are buffered and reduced to the ``k`` smallest distinct with
   ``np.partition`` only when the buffer grows past a limit, lowering theta;
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs._murmur3 import make_scratch, theta_hash_lanes, theta_hash_var
 from puffin.blobs.single_value import small_range_distinct
+from puffin.blobs.theta.murmur3 import make_scratch, theta_hash_lanes, theta_hash_var
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray

@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 import numpy as np
 from pyroaring import BitMap
 
-from puffin.blobs._roaring_runs import RunContainers, check_run_card, check_run_cards, run_counts
+from puffin.blobs.dv.roaring_runs import RunContainers, check_run_card, check_run_cards, run_counts
 from puffin.errors import DeletionVectorError
 
 # Constants of the RoaringFormatSpec portable format.

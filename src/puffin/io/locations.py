@@ -5,7 +5,7 @@ takes one too.  There is one mapping of ``file:`` URLs to local paths, :func:`lo
 everything after the authority is the path, as in Iceberg Java (Hadoop's ``Path``) and
 fsspec.  A local location is read natively and written atomically (a temporary file renamed
 into place); any other goes through the table's pyiceberg ``FileIO`` when there is one,
-else through fsspec (:mod:`puffin._remote`).
+else through fsspec (:mod:`puffin.io.remote`).
 
 - :func:`open_source` (readers) and :func:`open_target` (writers) take any source or target;
 - :func:`open_input` and :func:`open_output` are what the Iceberg and Spark integrations
@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from puffin._remote import (
+from puffin.io.local import RandomAccessSource, Source, local_source
+from puffin.io.remote import (
     Upload,
     fsspec_fs,
     is_input_file,
@@ -28,7 +29,6 @@ from puffin._remote import (
     open_url_source,
     protocols,
 )
-from puffin._source import RandomAccessSource, Source, local_source
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO

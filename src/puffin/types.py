@@ -7,7 +7,7 @@ and mapped the same way everywhere.  pyarrow is imported only inside the Arrow f
 
 Example::
 
-    from puffin.blobs.types import arrow_type_for, iceberg_type_for_arrow, parse_type
+    from puffin.types import arrow_type_for, iceberg_type_for_arrow, parse_type
     t = parse_type("decimal(9,2)")          # IcebergType('decimal', precision=9, scale=2)
     arrow_type_for(t)                       # decimal128(9, 2)
     iceberg_type_for_arrow(pa.int16())      # IcebergType('int')

@@ -6,7 +6,7 @@ so a bitmap whose run containers have swapped cardinalities has the right total 
 without complaint, though its header lies to any reader that trusts it.  These checks
 compare each run container's header cardinality with what its runs hold, in plain Python
 for a few containers and with NumPy (bounded temporaries) for many.  Private to
-:mod:`puffin.blobs._roaring64`; positions are indexes into the buffer, given in messages.
+:mod:`puffin.blobs.dv.roaring64`; positions are indexes into the buffer, given in messages.
 """
 
 from __future__ import annotations

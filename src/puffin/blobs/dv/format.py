@@ -2,7 +2,7 @@
 
 A payload is ``[u32 BE length][magic D1 D3 39 64][portable 64-bit Roaring][u32 BE CRC-32]``
 where ``length`` counts the magic and the bitmap and the CRC covers the same bytes.  Kept
-apart from the Puffin file I/O in :mod:`puffin.blobs.deletion_vector`, which re-exports it.
+apart from the Puffin file I/O in :mod:`puffin.blobs.dv.files`, which re-exports it.
 Errors name the position **in the payload** in their message ("at byte 4 of the payload");
 a caller that knows the payload's place in a file adds it with
 :meth:`~puffin.errors.PuffinError.with_context`.
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
-from puffin.blobs import _roaring64 as r64
-from puffin.blobs._dv_positions import check_position, to_bitmaps
+from puffin.blobs.dv import roaring64 as r64
+from puffin.blobs.dv.positions import check_position, to_bitmaps
 from puffin.blobs.single_value._arrow import require_pyarrow
 from puffin.errors import DeletionVectorError
 

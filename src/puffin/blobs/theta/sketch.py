@@ -1,7 +1,7 @@
 """The Theta sketch itself: :class:`ThetaSketch`, :class:`ThetaSketchBuilder`, ``lg_k``.
 
-Building is in :mod:`puffin.blobs.theta_build`, the bytes in
-:mod:`puffin.blobs._theta_format`; :mod:`puffin.blobs.theta` re-exports everything public
+Building is in :mod:`puffin.blobs.theta.build`, the bytes in
+:mod:`puffin.blobs.theta.format`; :mod:`puffin.blobs.theta.files` re-exports everything public
 here next to the Puffin blob helpers.
 """
 
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from puffin.blobs import _theta_format
 from puffin.blobs.single_value import IcebergType, parse_type, serialize_tasks
-from puffin.blobs.theta_build import (
+from puffin.blobs.theta import format as theta_format
+from puffin.blobs.theta.build import (
     MAX_THETA,
     TASK_ROWS,
     Accumulator,
@@ -249,7 +249,7 @@ class ThetaSketch:
         in estimation mode); older datasketches-java readers cannot read version 4, so
         Iceberg blobs use version 3.
         """
-        return _theta_format.serialize(self._hashes, self._theta, compressed=compressed)
+        return theta_format.serialize(self._hashes, self._theta, compressed=compressed)
 
     @classmethod
     def deserialize(
@@ -265,7 +265,7 @@ class ThetaSketch:
         anything malformed (its ``offset``, a file offset, is left to the caller).
         """
         max_entries = (limits or DEFAULT_LIMITS).max_theta_entries
-        hashes, theta = _theta_format.deserialize(memoryview(data).cast("B"), max_entries)
+        hashes, theta = theta_format.deserialize(memoryview(data).cast("B"), max_entries)
         return cls._make(hashes, theta, None)
 
     def to_datasketches(self) -> Any:

@@ -1,6 +1,6 @@
 """The bytes of a compact Theta sketch: serial versions 1-4, as datasketches-java reads them.
 
-Kept apart from :class:`~puffin.blobs.theta.ThetaSketch` so the format can be read and
+Kept apart from :class:`~puffin.blobs.theta.files.ThetaSketch` so the format can be read and
 checked on its own.  Errors name the position **in the sketch** in their message ("at byte
 24 of the sketch"); the caller that knows where the sketch sits in a file adds that with
 :meth:`~puffin.errors.PuffinError.with_context`.
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from puffin.blobs._murmur3 import DEFAULT_SEED
-from puffin.blobs.theta_build import MAX_THETA
+from puffin.blobs.theta.build import MAX_THETA
+from puffin.blobs.theta.murmur3 import DEFAULT_SEED
 from puffin.errors import ThetaSketchError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -17,8 +17,8 @@ The sketch a column gets is canonical: the ``k`` smallest distinct hashes with t
 
 This module holds the Puffin helpers: :func:`add_theta_blob` writes a sketch the way Iceberg
 Java and Trino do (one field id, zstd, property ``ndv``), :func:`read_theta_blobs` reads
-them all back.  The sketch is :mod:`puffin.blobs._theta_sketch`, its bytes
-:mod:`puffin.blobs._theta_format`; everything public there is re-exported here.
+them all back.  The sketch is :mod:`puffin.blobs.theta.sketch`, its bytes
+:mod:`puffin.blobs.theta.format`; everything public there is re-exported here.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.blobs import standard
-from puffin.blobs._theta_format import SEED_HASH
-from puffin.blobs._theta_sketch import (
+from puffin.blobs.theta.format import SEED_HASH
+from puffin.blobs.theta.sketch import (
     DEFAULT_LG_K,
     MAX_LG_K,
     MIN_LG_K,

@@ -209,7 +209,7 @@ def local_source(source: Source, *, file_size: int | None = None) -> RandomAcces
     ``file_size`` skips the size lookup (as Iceberg's ``file-size-in-bytes`` does); the
     reader then treats the file as ending there.  Paths are opened here and closed by
     :meth:`RandomAccessSource.close`; file objects stay the caller's to close.  URLs are
-    :func:`puffin.locations.open_source`'s.
+    :func:`puffin.io.locations.open_source`'s.
     """
     if file_size is not None and (
         isinstance(file_size, bool) or not isinstance(file_size, int) or file_size < 0

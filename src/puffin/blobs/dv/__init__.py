@@ -1,0 +1,1 @@
+"""``deletion-vector-v1``: the payload, checked portable Roaring, positions, DV blobs in files."""

@@ -1,0 +1,1 @@
+"""File access: local and remote sources and sinks, and what a location means."""
