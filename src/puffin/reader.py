@@ -18,7 +18,7 @@ from puffin.errors import (
     LimitExceededError,
     PuffinError,
 )
-from puffin.footer.streaming import parse_footer
+from puffin.footer import PayloadError
 from puffin.io.local import RandomAccessSource, Source
 from puffin.io.locations import open_source
 from puffin.layout import (
@@ -31,7 +31,7 @@ from puffin.layout import (
     parse_footer_struct,
 )
 from puffin.limits import DEFAULT_LIMITS, Limits
-from puffin.metadata import BlobMetadata, FileMetadata, PayloadError
+from puffin.metadata import BlobMetadata, FileMetadata, parse_payload
 
 __all__ = ["PuffinReader", "open"]
 
@@ -139,7 +139,7 @@ class PuffinReader:
         if fstruct.compressed:
             payload = self._decompressed_footer(payload, payload_start)
         try:
-            metadata = parse_footer(payload, self.limits)
+            metadata = parse_payload(payload, self.limits)
         except PayloadError as at:
             # A position in a compressed payload is no file offset: it goes into the message.
             if fstruct.compressed:

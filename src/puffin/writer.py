@@ -17,19 +17,12 @@ from types import TracebackType
 from typing import IO, Any
 
 from puffin.codecs import get_codec
+from puffin.footer.rules import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from puffin.io.locations import open_target
 from puffin.io.remote import Upload
 from puffin.io.staging import Staging
 from puffin.layout import MAGIC, footer_size_for, pack_footer
-from puffin.metadata import (
-    CREATED_BY,
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
-    BlobMetadata,
-    FileMetadata,
-)
+from puffin.metadata import CREATED_BY, BlobMetadata, FileMetadata
 
 __all__ = ["PuffinWriter", "create"]
 

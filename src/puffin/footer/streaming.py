@@ -1,16 +1,16 @@
-"""The footer payload's parser: exact for footers that fit, msgspec for large ones.
+"""The streaming footer parser: msgspec for footers too large to build every value of.
 
 A payload of at most 16 MiB whose JSON holds at most ``Limits.max_json_values`` values is
-parsed exactly (:func:`puffin.metadata.parse_footer_payload`: every value built, duplicate
-keys and NaN located by byte). A larger one (the footer of a file of deletion vectors for
-hundreds of thousands of data files, or one with a large unknown field) is decoded by msgspec
-straight from the bytes into the fields a blob keeps: values nothing keeps (unknown fields
-and whatever they nest) are skipped without building a Python object, so memory follows the
-blobs, not the payload's bulk. The blobs are then checked by the same rules
-(:meth:`BlobMetadata.from_json_dict`), and keys a blob or its properties repeat are found.
-What the large path does not do: refuse a repeated top-level key (msgspec keeps the last
-value, as Jackson does) and give a byte position for a type error (it names the blob and
-field instead). docs/reliability.md has the measured memory.
+parsed exactly (:mod:`puffin.footer.exact`: every value built, duplicate keys and NaN
+located by byte); :func:`puffin.footer.parse` decides. A larger one (the footer of a file of
+deletion vectors for hundreds of thousands of data files, or one with a large unknown field)
+is decoded by msgspec straight from the bytes into the fields a blob keeps: values nothing
+keeps (unknown fields and whatever they nest) are skipped without building a Python object,
+so memory follows the blobs, not the payload's bulk. The blobs are then checked by the same
+rules (:mod:`puffin.footer.rules`), and keys a blob or its properties repeat are found.
+What this path does not do: refuse a repeated top-level key (msgspec keeps the last value,
+as Jackson does) and give a byte position for a type error (it names the blob and field
+instead). docs/reliability.md has the measured memory.
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
-from puffin.limits import Limits, json_cap_violation
-from puffin.metadata import BlobMetadata, FileMetadata, PayloadError, parse_footer_payload
+from puffin.errors import InvalidFooterError, PuffinError
+from puffin.footer.caps import json_cap_violation
+from puffin.footer.exact import parse_exact
+from puffin.footer.rules import Footer, blob_attrs, footer_from_json
+from puffin.footer.text import PayloadError
+from puffin.limits import Limits
 
-__all__ = ["EXACT_BYTES", "parse_footer"]
+__all__ = ["EXACT_BYTES", "parse_streaming", "recursion_room"]
 
 #: Payloads up to this size (and ``Limits.max_json_values``) take the exact parser.
 EXACT_BYTES = 16 << 20
@@ -37,21 +40,6 @@ _DEPTH_CEILING = 10_000
 _BYTE = re.compile(r"\s*\(byte (\d+)\)$")
 _BLOB = re.compile(r"^\$\.blobs\[(\d+)\](?:\.(.*))?$")
 _ROOM = threading.Lock()
-
-
-def parse_footer(payload: bytes | bytearray | memoryview, limits: Limits) -> FileMetadata:
-    """The footer's metadata; raises :class:`PayloadError` for errors with a byte position."""
-    # A large footer is read where it lies (a bytearray from the LZ4 codec): no copy.
-    data = payload if isinstance(payload, (bytes, bytearray)) else bytes(payload)
-    if len(data) <= EXACT_BYTES:
-        data = bytes(data)  # at most 16 MiB: the exact parser wants bytes
-        violation = json_cap_violation(data, limits)
-        if violation is None:
-            with recursion_room(limits.max_json_depth):
-                return parse_footer_payload(data, limits, checked=True)
-        if not isinstance(violation[0], LimitExceededError):  # too deep, at a known byte
-            raise PayloadError(*violation)
-    return _parse_large(data, limits)
 
 
 @contextmanager
@@ -102,7 +90,8 @@ def _decoder() -> Any:
     return msgspec.json.Decoder(footer), msgspec
 
 
-def _parse_large(data: bytes | bytearray, limits: Limits) -> FileMetadata:
+def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
+    """The footer decoded by msgspec; raises :class:`PayloadError` for errors with a byte."""
     decoder, msgspec = _decoder()
     try:
         with recursion_room(limits.max_json_depth):
@@ -152,7 +141,7 @@ def _no_repeated_blob_keys(data: bytes | bytearray, blobs: int, limits: Limits) 
         if not any(chunk.count(b'"' + k + b'"') > 1 for k in _BLOB_KEYS):
             continue
         try:  # the exact parser finds and places the repeat (within the caps)
-            parse_footer_payload(b'{"blobs":[' + chunk + b"]}", limits)
+            parse_exact(b'{"blobs":[' + chunk + b"]}", limits)
         except PayloadError as at:
             if "duplicate key" in at.error.reason:
                 raise at.error.with_context(blob_index=i) from None
@@ -206,7 +195,7 @@ def _value(raw: Any, limits: Limits, blob_index: int | None, name: str) -> Any:
         except ValueError as exc:
             raise InvalidFooterError(f"fields: {exc}", blob_index=blob_index) from None
     try:
-        return dict(parse_footer_payload(wrapped, limits).properties)
+        return parse_exact(wrapped, limits).properties
     except PayloadError as at:
         raise at.error.with_context(blob_index=blob_index, field=name) from None
     except PuffinError as exc:
@@ -229,20 +218,20 @@ def _blob_doc(blob: Any, index: int, limits: Limits) -> dict[str, Any]:
     return doc
 
 
-def _checked(footer: Any, limits: Limits) -> FileMetadata:
+def _checked(footer: Any, limits: Limits) -> Footer:
     """The blobs through the exact path's rules, a chunk at a time (so only one chunk of
     plain dicts exists at once); msgspec already refused unpaired surrogates."""
-    blobs: list[BlobMetadata] = []
+    blobs: list[dict[str, Any]] = []
     for start in range(0, len(footer.blobs), _CHUNK):
         part = footer.blobs[start : start + _CHUNK]
         docs = [_blob_doc(b, start + i, limits) for i, b in enumerate(part)]
         try:
-            blobs.extend(FileMetadata.from_json_dict({"blobs": docs}, check_text=False).blobs)
+            blobs.extend(footer_from_json({"blobs": docs}, check_text=False).blobs)
         except PuffinError:  # again one by one, for the blob's index in the file
             blobs.extend(
-                BlobMetadata.from_json_dict(d, blob_index=start + i) for i, d in enumerate(docs)
+                blob_attrs(d, blob_index=start + i) for i, d in enumerate(docs)
             )
     properties = {}
     if len(footer.properties):
         properties = _value(footer.properties, limits, None, "properties")
-    return FileMetadata(blobs=tuple(blobs), properties=properties)
+    return Footer(blobs, properties)

@@ -14,7 +14,7 @@ from typing import Any
 
 from puffin.errors import PuffinError
 
-__all__ = ["byte_position", "culprit", "dump_java", "dump_string"]
+__all__ = ["PayloadError", "byte_position", "culprit", "dump_java", "dump_string"]
 
 
 def culprit(exc: PuffinError) -> str:
@@ -71,3 +71,17 @@ def dump_java(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ",".join(f"{dump_string(k)}:{dump_java(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"unexpected JSON value {value!r} in Puffin metadata")
+
+
+class PayloadError(Exception):
+    """A footer error at a byte of the payload, before the caller places it in a file."""
+
+    def __init__(self, error: PuffinError, position: int) -> None:
+        super().__init__(error, position)
+        self.error = error
+        self.position = position
+
+    def located(self, payload: str, *, offset: int | None = None) -> PuffinError:
+        """The error, its message naming the byte of ``payload``; ``offset`` in the file."""
+        self.error.reason = f"{self.error.reason} (at byte {self.position} of the {payload})"
+        return self.error.with_context(offset=offset)
