@@ -19,7 +19,8 @@ from puffin.errors import (
     PuffinError,
 )
 from puffin.footer import PayloadError
-from puffin.io.local import RandomAccessSource, Source
+from puffin.io.base import RandomAccessSource
+from puffin.io.local import Source
 from puffin.io.locations import open_source
 from puffin.layout import (
     FOOTER_STRUCT_LENGTH,

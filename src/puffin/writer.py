@@ -18,9 +18,7 @@ from typing import IO, Any
 
 from puffin.codecs import get_codec
 from puffin.footer.rules import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from puffin.io.locations import open_target
-from puffin.io.remote import Upload
-from puffin.io.staging import Staging
+from puffin.io.locations import open_sink
 from puffin.layout import MAGIC, footer_size_for, pack_footer
 from puffin.metadata import CREATED_BY, BlobMetadata, FileMetadata
 
@@ -58,29 +56,8 @@ class PuffinWriter:
         self._closed = False
         self._file_size: int | None = None
         self._footer_size: int | None = None
-        self.path: str | None = None
-        self._staging: Staging | None = None
-        resolved = open_target(target, io=io)  # URLs and pyiceberg OutputFiles
-        if isinstance(resolved, Upload):
-            self._out: IO[bytes] | Upload = resolved
-            self.path, self._owns_output = resolved.name, True
-        elif isinstance(target, (str, os.PathLike)) or resolved is not None:
-            # A path, a file: URL, or a local pyiceberg OutputFile: atomic local writes.
-            if isinstance(target, (str, os.PathLike)):
-                self.path = os.fspath(target)
-            else:
-                self.path = str(getattr(target, "location", resolved))
-            self._staging = Staging(self.path if resolved is None else resolved)
-            self._out = os.fdopen(self._staging.fd, "wb")
-            self._owns_output = True
-        elif hasattr(target, "write"):
-            self._out = target
-            self._owns_output = False
-        else:
-            raise TypeError(
-                "target must be a path or a writable binary file object, got "
-                f"{type(target).__name__}"
-            )
+        self._sink = open_sink(target, io=io)  # the writer never asks which kind
+        self.path: str | None = self._sink.name
         try:
             self._write(MAGIC)
         except BaseException:
@@ -89,12 +66,7 @@ class PuffinWriter:
         self._position = len(MAGIC)
 
     def _write(self, data: bytes | bytearray | memoryview) -> None:
-        view = memoryview(data)
-        while view:
-            written = self._out.write(view)
-            if written is None:  # raw streams may return None when they would block
-                raise OSError("output did not accept the write")
-            view = view[written:]
+        self._sink.write(data)
 
     @property
     def blobs(self) -> list[BlobMetadata]:
@@ -197,14 +169,7 @@ class PuffinWriter:
             footer_size = footer_size_for(len(payload))
             self._file_size = self._position + footer_size
             self._footer_size = footer_size
-            self._out.flush()
-            if self._staging is not None:
-                os.fsync(self._staging.fd)
-                self._staging.publish()
-                self._staging = None
-                self._out.close()
-            elif isinstance(self._out, Upload):
-                self._out.commit()  # the object appears now, whole
+            self._sink.commit()  # the file or object appears now, whole
         except BaseException:
             self.abort()
             raise
@@ -213,14 +178,9 @@ class PuffinWriter:
     def abort(self) -> None:
         """Stop without publishing: the temporary file is removed, the target untouched."""
         self._closed = True
-        if self._owns_output:
-            try:
-                self._out.close()
-            except OSError:
-                pass
-            if self._staging is not None:
-                self._staging.discard()
-                self._staging = None
+        sink = getattr(self, "_sink", None)  # None: the target could not be opened
+        if sink is not None:
+            sink.discard()
 
     def __enter__(self) -> PuffinWriter:
         return self
@@ -238,7 +198,7 @@ class PuffinWriter:
 
     def __del__(self) -> None:
         # An unfinished writer never publishes a partial file.
-        if getattr(self, "_staging", None) is not None:
+        if not getattr(self, "_closed", True):
             self.abort()
 
     def __repr__(self) -> str:

@@ -1,9 +1,10 @@
-"""Random access to the bytes of a file, whatever the caller hands us.
+"""Local files: random access to the bytes of whatever the caller hands us, and sinks.
 
 A source is a path (``str`` or ``os.PathLike``), a bytes-like object, or a binary file object
 with ``seek`` and ``read`` (local files, ``fsspec`` and ``pyarrow`` files).  Reads are
 positional and thread-safe: ``os.pread`` on paths, slices on bytes, a lock around
-``seek`` + ``read`` on file objects.
+``seek`` + ``read`` on file objects.  A path is written atomically (:class:`LocalSink`, over
+:mod:`puffin.io.staging`); a caller's file object as it is (:class:`StreamSink`).
 """
 
 from __future__ import annotations
@@ -12,48 +13,22 @@ import io
 import os
 import stat
 import threading
-from typing import IO, Any, Protocol, Union
+from typing import IO, Any, Union
 
 from puffin.errors import InvalidFileError
+from puffin.io.base import RandomAccessSource, check_range, short_read, write_all
+from puffin.io.staging import Staging
 
 __all__ = [
-    "RandomAccessSource",
+    "LocalSink",
     "Source",
-    "check_range",
+    "StreamSink",
     "check_regular",
     "local_source",
     "open_regular",
-    "short_read",
 ]
 
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes], Any]
-
-
-class RandomAccessSource(Protocol):
-    """What the reader needs from a file: its size and positional reads."""
-
-    size: int
-    name: str | None
-
-    def read_at(self, offset: int, length: int) -> bytes:
-        """Exactly ``length`` bytes at ``offset``; raises if the file holds fewer."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def check_range(offset: int, length: int, size: int) -> None:
-    if offset < 0 or length < 0 or offset + length > size:
-        raise InvalidFileError(
-            f"read of {length} bytes at offset {offset} is outside the file of {size} bytes",
-            offset=offset,
-        )
-
-
-def short_read(offset: int, length: int, got: int) -> InvalidFileError:
-    return InvalidFileError(
-        f"file truncated: wanted {length} bytes at offset {offset}, got {got}", offset=offset
-    )
 
 
 class _BytesSource:
@@ -232,3 +207,58 @@ def local_source(source: Source, *, file_size: int | None = None) -> RandomAcces
         "source must be a path, a bytes-like object or a binary file object with read and "
         f"seek, got {type(source).__name__}"
     )
+
+
+class LocalSink:
+    """A path written atomically: a temporary beside it, synced and put in place at
+    :meth:`commit`, removed by :meth:`discard`."""
+
+    def __init__(self, path: str) -> None:
+        self.name: str | None = path
+        self._staging: Staging | None = Staging(path)
+        self._file = os.fdopen(self._staging.fd, "wb")
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        write_all(self._file, data)
+
+    def commit(self) -> None:
+        staging = self._staging
+        if staging is None:
+            raise ValueError(f"{self.name}: commit after the file was committed or discarded")
+        self._file.flush()
+        os.fsync(staging.fd)
+        staging.publish()
+        self._staging = None
+        self._file.close()
+
+    def discard(self) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass
+        if self._staging is not None:
+            self._staging.discard()
+            self._staging = None
+
+    def __del__(self) -> None:
+        # An unfinished sink never publishes a partial file.
+        if getattr(self, "_staging", None) is not None:
+            self.discard()
+
+
+class StreamSink:
+    """A binary file object the caller owns: written as it is, flushed at :meth:`commit`,
+    left open; what was written before a :meth:`discard` stays written."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.name: str | None = None
+        self._stream = stream
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        write_all(self._stream, data)
+
+    def commit(self) -> None:
+        self._stream.flush()
+
+    def discard(self) -> None:
+        pass

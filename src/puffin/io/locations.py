@@ -7,7 +7,7 @@ fsspec.  A local location is read natively and written atomically (a temporary f
 into place); any other goes through the table's pyiceberg ``FileIO`` when there is one,
 else through fsspec (:mod:`puffin.io.remote`).
 
-- :func:`open_source` (readers) and :func:`open_target` (writers) take any source or target;
+- :func:`open_source` (readers) and :func:`open_sink` (writers) take any source or target;
 - :func:`open_input` and :func:`open_output` are what the Iceberg and Spark integrations
   call for a table's files: the one input opener and the one output opener.
 """
@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from puffin.io.local import RandomAccessSource, Source, local_source
+from puffin.io.base import RandomAccessSource, Sink
+from puffin.io.local import LocalSink, Source, StreamSink, local_source
 from puffin.io.remote import (
     Upload,
     fsspec_fs,
@@ -42,8 +43,8 @@ __all__ = [
     "location_key",
     "open_input",
     "open_output",
+    "open_sink",
     "open_source",
-    "open_target",
 ]
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]+://")
@@ -123,28 +124,43 @@ def open_source(
     return local_source(source, file_size=file_size)
 
 
-def open_target(target: Any, *, io: Any = None) -> str | Upload | None:
-    """How to write ``target``: a local path (for ``file:``), an :class:`Upload`, or None.
-
-    None means ``target`` is neither a URL nor a pyiceberg OutputFile: a plain path or a
-    file object the writer handles itself.
-    """
+def open_sink(target: Any, *, io: Any = None) -> Sink:
+    """Where a writer's bytes go for ``target``: a path (or ``file:`` URL, or a local
+    pyiceberg OutputFile) written atomically, an object uploaded whole at commit (through
+    ``io``, the OutputFile, or fsspec), a caller's binary file object, or a
+    :class:`~puffin.io.base.Sink` of the caller's own."""
     if is_output_file(target):
-        path = local_path(target.location) if is_url(target.location) else target.location
+        location = target.location
+        path = local_path(location) if is_url(location) else location
         if path is not None:  # a local file: the atomic local writer, not create(overwrite)
-            return path
-        return Upload(target.location, output=target, overwrite=False)
-    if not is_url(target):
-        return None
-    path = local_path(target)
-    if path is not None:
-        return path
-    if io is not None and not callable(getattr(io, "get_fs", None)):
-        return Upload(target, output=io.new_output(target))
-    fs, fs_path = fsspec_fs(target, io)
-    if "file" in protocols(fs):
-        return str(fs_path)  # local:// and the like: the atomic local writer
-    return Upload(target, fs=fs, path=fs_path)
+            return _local(path, location)
+        return Upload(location, output=target, overwrite=False)
+    if isinstance(target, (str, os.PathLike)):
+        text = os.fspath(target)
+        path = local_path(text) if is_url(text) else text
+        if path is not None:
+            return _local(path, text)
+        if io is not None and not callable(getattr(io, "get_fs", None)):
+            return Upload(text, output=io.new_output(text))
+        fs, fs_path = fsspec_fs(text, io)
+        if "file" in protocols(fs):
+            return _local(str(fs_path), text)  # local:// and the like
+        return Upload(text, fs=fs, path=fs_path)
+    if all(callable(getattr(target, m, None)) for m in ("write", "commit", "discard")):
+        sink: Sink = target  # already a Sink (puffin.io.base.Sink)
+        return sink
+    if hasattr(target, "write"):
+        return StreamSink(target)
+    raise TypeError(
+        "target must be a path or a writable binary file object, got "
+        f"{type(target).__name__}"
+    )
+
+
+def _local(path: str, name: str) -> LocalSink:
+    sink = LocalSink(path)
+    sink.name = name  # messages name the location as the caller gave it
+    return sink
 
 
 def open_input(io: FileIO, location: str) -> Any:

@@ -24,7 +24,7 @@ import threading
 from typing import Any
 
 from puffin.errors import InvalidFileError
-from puffin.io.local import RandomAccessSource, check_range, short_read
+from puffin.io.base import RandomAccessSource, check_range, short_read
 from puffin.io.stores import fsspec_fs, storage_errors
 
 __all__ = [
@@ -220,9 +220,6 @@ class Upload:
         """Whether the spill is the store's own multipart upload (not a local spool)."""
         return self._spill is not None and self._fs is not None and aborts_uploads(self._fs)
 
-    def flush(self) -> None:
-        pass
-
     def commit(self) -> None:
         """Make the object visible, whole: one PUT, or complete the multipart upload."""
         if self._done:
@@ -283,10 +280,6 @@ class Upload:
             spill.discard()  # s3fs, gcsfs, adlfs: abort the multipart upload
         with contextlib.suppress(Exception):
             spill.closed = True  # so that its __del__ does not complete the upload after all
-
-    def close(self) -> None:
-        """Without :meth:`commit` first, this abandons the upload."""
-        self.discard()
 
     def __del__(self) -> None:
         self.discard()
