@@ -66,7 +66,7 @@ demo: $(STAMP)
 	$(PY) -m puffin.demo
 
 fuzz: $(STAMP)
-	PUFFIN_FUZZ_EXAMPLES=100000 $(PY) -m pytest -q tests/test_fuzz.py -p no:randomly
+	PUFFIN_FUZZ_EXAMPLES=100000 $(PY) -m pytest -q tests/core/test_fuzz.py -p no:randomly
 
 bench: $(STAMP) peers
 	$(PY) bench/run_all.py

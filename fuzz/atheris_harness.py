@@ -1,6 +1,6 @@
 """Coverage-guided fuzzing of the Puffin reader with atheris (libFuzzer), for long runs.
 
-The hypothesis fuzzer in ``tests/test_fuzz.py`` mutates with knowledge of the format; this
+The hypothesis fuzzer in ``tests/core/test_fuzz.py`` mutates with knowledge of the format; this
 harness complements it with libFuzzer's byte-level mutations steered by coverage of the
 ``puffin`` package.  Every input is opened and every blob read, decompressed and decoded by
 the deletion-vector and theta modules; anything but a ``PuffinError`` is a crash.  libFuzzer
@@ -14,7 +14,7 @@ Install it anywhere, for example ``pip install --target /tmp/atheris atheris``, 
     PYTHONPATH=/tmp/atheris .venv/bin/python fuzz/atheris_harness.py fuzz/corpus \\
         -max_total_time=3600 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024
 
-``PUFFIN_FUZZ_IGNORE_KNOWN=1`` skips the known bugs listed in ``tests/test_fuzz.py``
+``PUFFIN_FUZZ_IGNORE_KNOWN=1`` skips the known bugs listed in ``tests/core/test_fuzz.py``
 (``KNOWN_BUGS``), so a long run can look past them.
 """
 
@@ -52,7 +52,7 @@ def main() -> None:
         from puffin.blobs.theta.files import ThetaSketch, read_theta_blobs
 
     def known(exc: BaseException) -> bool:
-        # The int-conversion bugs (see KNOWN_BUGS in tests/test_fuzz.py).
+        # The int-conversion bugs (see KNOWN_BUGS in tests/core/test_fuzz.py).
         return type(exc) is ValueError and "integer string conversion" in str(exc)
 
     def read(data: bytes) -> None:

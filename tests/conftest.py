@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
+from _paths import TESTDATA
 
 # The conformance adapters find side venvs only through these variables (an installed
 # package knows no checkout); `make test` sets them, a bare pytest run gets the same here.

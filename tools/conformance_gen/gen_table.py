@@ -29,7 +29,7 @@ COLUMNS = [
 ]
 
 _ALL = [0, 1, 2]
-# The three vectors of tests/test_peers.py's fixture: 667, 410 and 3 positions.
+# The three vectors of tests/project/test_peers.py's fixture: 667, 410 and 3 positions.
 _EVERY_THIRD = [0, [[0, 2000, 3]]]
 _RUN = [1, [[100, 510]]]
 _FEW = [2, [0, 7, 1999]]

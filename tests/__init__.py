@@ -1,0 +1,1 @@
+"""The test suite; its folders mirror src/puffin (docs/testing.md)."""

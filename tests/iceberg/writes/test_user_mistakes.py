@@ -1,0 +1,180 @@
+"""The mistakes a data engineer makes end in one line and exit 1 or 2, never exit 3.
+
+Each was once an "internal error, please report it" (exit 3), a printed table of every
+field on stdout, a ``ZeroDivisionError`` or a stray commit: data that does not fit the
+table, a file that is not Parquet, pyarrow's default nullable fields for a required column,
+an empty input, a read-only warehouse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from puffin.cli import main
+from puffin.errors import UsageError
+from puffin.iceberg import add_files, append, create_sample_table, local_catalog, upgrade_to_v3
+from puffin.iceberg.catalog.sample import sample_batch
+from tests.cli.test_cli import check_shape, documented_shape
+
+
+def _puffin(*args: str) -> subprocess.CompletedProcess[str]:
+    """``puffin ARGS`` in this process (an interpreter per call would cost a second each),
+    its stdout and stderr captured as a child's would be."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return subprocess.CompletedProcess(list(args), status, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("mistakes")
+    t = sample_batch(10, start=5000)
+    nullable = pa.schema([f.with_nullable(True) for f in t.schema])
+    with_null = pa.array([None, *range(5001, 5010)], pa.int64())
+    made = {
+        "extra": t.append_column("extra", pa.array(range(10))),
+        "wrong-type": t.set_column(1, "category", pa.array([str(i) for i in range(10)])),
+        "missing-required": t.drop(["id"]),
+        "nullable": t.cast(nullable),
+        "nulls": t.cast(nullable).set_column(0, pa.field("id", pa.int64()), with_null),
+        "empty": t.slice(0, 0),
+    }
+    out = {}
+    for name, table in made.items():
+        out[name] = root / f"{name}.parquet"
+        pq.write_table(table, out[name])
+    out["not-parquet"] = root / "not-parquet.parquet"
+    out["not-parquet"].write_text("hello")
+    return out
+
+
+@pytest.fixture(params=[2, 3], ids=["v2", "v3"])
+def warehouse(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    table = create_sample_table(local_catalog(tmp_path), "db.t", rows=100, files=1)
+    if request.param == 3:
+        upgrade_to_v3(table)
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["append", "add-files"])
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("extra", ["does not fit", "extra"]),
+        ("wrong-type", ["does not fit", "category", "string"]),
+        ("missing-required", ["does not fit", "id", "missing"]),
+        ("nulls", ["'id'", "1 null"]),
+        ("not-parquet", ["Parquet"]),
+    ],
+)
+def test_data_that_does_not_fit_is_one_line_and_exit_2(
+    warehouse: Path, files: dict[str, Path], command: str, name: str, words: list[str]
+) -> None:
+    before = local_catalog(warehouse).load_table("db.t").metadata_location
+    result = _puffin("table", command, "db.t", str(files[name]), "--warehouse", str(warehouse))
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == "" and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert all(word in result.stderr for word in words), result.stderr
+    assert local_catalog(warehouse).load_table("db.t").metadata_location == before
+
+
+@pytest.mark.parametrize("command", ["append", "add-files"])
+def test_a_nullable_required_column_without_nulls_is_checked_and_taken(
+    warehouse: Path, files: dict[str, Path], command: str
+) -> None:
+    args = ["table", command, "db.t", str(files["nullable"]), "--warehouse", str(warehouse)]
+    result = _puffin(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["added_records"] == 10
+    ids = local_catalog(warehouse).load_table("db.t").scan().to_arrow().column("id")
+    assert ids.null_count == 0 and set(range(5000, 5010)) <= set(ids.to_pylist())
+
+
+def test_an_empty_append_commits_nothing_and_says_so(
+    warehouse: Path, files: dict[str, Path]
+) -> None:
+    table = local_catalog(warehouse).load_table("db.t")
+    before = table.metadata_location
+    assert append(table, sample_batch(0)).metadata_location == before  # was ZeroDivisionError
+    reader = pa.RecordBatchReader.from_batches(sample_batch(0).schema, iter([]))
+    assert append(table, reader).metadata_location == before
+    assert add_files(table, [str(files["empty"])]).metadata_location == before
+    for command in ("append", "add-files"):
+        result = _puffin("table", command, "db.t", str(files["empty"]), "--warehouse",
+                         str(warehouse))
+        assert result.returncode == 0 and "nothing was committed" in result.stdout
+    assert local_catalog(warehouse).load_table("db.t").metadata_location == before
+
+
+def test_python_gets_usage_errors_naming_the_mismatch(warehouse: Path) -> None:
+    table = local_catalog(warehouse).load_table("db.t")
+    data = sample_batch(5, start=900)
+    with pytest.raises(UsageError, match=r"does not fit table db\.t: PyArrow table contains"):
+        append(table, data.append_column("extra", pa.array(range(5))))
+    nulls = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
+    nulls = nulls.set_column(0, pa.field("id", pa.int64()), pa.array([None] * 5, pa.int64()))
+    with pytest.raises(UsageError, match="'id' is required by the table, and the data has 5"):
+        append(table, nulls)
+
+
+def _read_only(warehouse: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``puffin ARGS`` with the warehouse mounted read-only in a private mount namespace
+    (root only; the mount disappears with the process)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to mount the warehouse read-only")
+    wh = str(warehouse)
+    command = " ".join(
+        ["mount --bind", repr(wh), repr(wh), "&& mount -o remount,bind,ro", repr(wh),
+         "&& exec", repr(sys.executable), "-m puffin", *[repr(a) for a in args]]
+    )
+    result = subprocess.run(["unshare", "--mount", "sh", "-c", command],
+                            capture_output=True, text=True, timeout=120)
+    if "mount:" in result.stderr or "unshare:" in result.stderr:
+        pytest.skip(f"cannot mount read-only here: {result.stderr.strip()}")
+    return result
+
+
+def test_a_read_only_warehouse_serves_readers_and_refuses_writers(
+    tmp_path: Path, files: dict[str, Path]
+) -> None:
+    # One v3 table: the refusal comes before anything that depends on the format version.
+    warehouse = tmp_path
+    upgrade_to_v3(create_sample_table(local_catalog(warehouse), "db.t", rows=100, files=1))
+    w = ["--warehouse", str(warehouse)]
+    for args in (["verify", "db.t"], ["dv", "db.t"], ["clean-orphans", "db.t"],
+                 ["stats", "show", "db.t"]):
+        result = _read_only(warehouse, "table", *args, *w)
+        assert result.returncode in (0, 1), result.stderr  # stats show: none computed yet
+        assert "internal error" not in result.stderr, result.stderr
+    for args in (["delete", "db.t", "--where", "id = 1"], ["stats", "compute", "db.t"],
+                 ["append", "db.t", str(files["nullable"])], ["upgrade", "db.t"],
+                 ["add-files", "db.t", str(files["nullable"])]):
+        result = _read_only(warehouse, "table", *args, *w)
+        if args[0] == "upgrade" and result.returncode == 0:
+            continue  # already v3: nothing to write
+        assert result.returncode == 2, (args, result.stderr)
+        assert "read-only" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_json_error_documents(warehouse: Path, files: dict[str, Path]) -> None:
+    result = _puffin("table", "append", "db.t", str(files["extra"]), "--warehouse",
+                     str(warehouse), "--json")
+    doc: dict[str, Any] = json.loads(result.stdout)
+    assert result.returncode == 2 and doc["ok"] is False
+    assert doc["command"] == "table append" and doc["error"]["type"] == "UsageError"
+    check_shape(doc, documented_shape("error"))
