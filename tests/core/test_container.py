@@ -438,3 +438,31 @@ def test_read_all_is_in_file_order_when_footer_is_not() -> None:
     data = body + pack_footer(meta.to_bytes(), compressed=False)
     with puffin.open(data) as reader:
         assert [(m.fields, d) for m, d in reader.read_all()] == [((1,), b"AAA"), ((2,), b"BB")]
+
+
+def test_a_text_mode_file_object_says_open_it_in_binary_mode(tmp_path: Path) -> None:
+    path = tmp_path / "f.puffin"
+    with puffin.create(path) as writer:
+        writer.add_blob(b"x", type="t", fields=[1], snapshot_id=1, sequence_number=1)
+    with open(path) as text, pytest.raises(TypeError, match=r"open the file in binary mode"):
+        puffin.open(text)
+
+    class TextReader:  # a file-like object that is not an io.TextIOBase but returns str
+        def __init__(self) -> None:
+            self._data = path.read_bytes().decode("latin-1")
+            self._at = 0
+
+        def seek(self, offset: int, whence: int = 0) -> int:
+            self._at = len(self._data) + offset if whence == 2 else offset
+            return self._at
+
+        def tell(self) -> int:
+            return self._at
+
+        def read(self, n: int = -1) -> str:
+            chunk = self._data[self._at : self._at + n]
+            self._at += len(chunk)
+            return chunk
+
+    with pytest.raises(TypeError, match=r"open the file in binary mode"):
+        puffin.open(TextReader())

@@ -436,3 +436,14 @@ def test_errors_pickle_with_their_context() -> None:
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is puffin.InvalidFooterError
     assert (again.blob_index, again.field, again.offset, str(again)) == (3, "offset", 9, str(err))
+
+
+def test_a_file_one_byte_short_says_it_may_be_truncated() -> None:
+    buf = io.BytesIO()
+    with puffin.create(buf) as writer:
+        writer.add_blob(b"abc" * 10, type="t", fields=[1])
+    data = buf.getvalue()
+    with pytest.raises(puffin.InvalidFileError) as info:
+        puffin.open(data[:-1])
+    message = str(info.value)
+    assert "'PFA1'" in message and "may be truncated" in message

@@ -218,3 +218,17 @@ def test_unsupported_o_tmpfile_falls_back(tmp_path: Path, monkeypatch: pytest.Mo
     assert len(_names(tmp_path)) == 1  # a named temporary
     w.close()
     assert _names(tmp_path) == ["a.puffin"]
+
+
+def test_write_errors_name_the_target_not_a_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "dir" / "out.puffin"
+    attempts = (
+        lambda: puffin.create(target).__enter__(),
+        lambda: puffin.write_deletion_vectors(target, {"s3://b/f.parquet": [1]}),
+    )
+    for attempt in attempts:
+        with pytest.raises(FileNotFoundError) as info:
+            attempt()
+        assert info.value.filename == str(target)
+        assert ".tmp" not in str(info.value)
+    assert not (tmp_path / "no").exists()

@@ -173,3 +173,45 @@ def test_installed_wheel_runs_the_conformance_kit(
         report = json.loads(result.stdout)
         assert report["total"] == report["passed"] > 0, report
         assert report["tiers"] == {tier: {"total": report["total"], "passed": report["passed"]}}
+
+
+_USER_SCRIPT = '''\
+"""What a user writes after reading the README."""
+import numpy as np
+
+import puffin
+
+with puffin.create("example.puffin", created_by="my-app 1.0") as writer:
+    writer.add_blob(b"hello", type="my-blob", fields=[1], snapshot_id=7, sequence_number=3)
+size: int | None = writer.file_size
+
+with puffin.open("example.puffin") as reader:
+    for blob in reader.blobs:
+        data: bytes = reader.read_blob(blob)
+
+entries = puffin.write_deletion_vectors("deletes.puffin", {"s3://b/f1.parquet": [1, 3, 5]})
+dv = puffin.read_deletion_vector(
+    "deletes.puffin", entries[0].content_offset, entries[0].content_size_in_bytes
+)
+merged: puffin.DeletionVector = dv | puffin.DeletionVector([7])
+
+sketch = puffin.ThetaSketch.from_values(np.arange(1000), "long")
+union: puffin.ThetaSketch = puffin.ThetaSketch.union([sketch, sketch])
+estimate: float = union.estimate + sketch.union(sketch).estimate
+'''
+
+
+def test_a_readme_style_user_script_passes_mypy_strict(tmp_path: Path) -> None:
+    mypy = shutil.which("mypy", path=str(Path(sys.executable).parent))
+    if mypy is None:
+        pytest.skip("mypy is not installed next to this interpreter")
+    script = tmp_path / "user_script.py"
+    script.write_text(_USER_SCRIPT)
+    proc = subprocess.run(
+        [mypy, "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), script],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from _paths import TESTDATA
 from puffin import DeletionVector, DeletionVectorError, PuffinError
 from puffin.blobs.dv import roaring64 as r64
 from puffin.blobs.dv.files import MAX_POSITION, ROW_POSITION_FIELD_ID
+from puffin.errors import MissingDependencyError
 
 DELETES = TESTDATA / "iceberg-java" / "deletes"
 CROARING = DELETES.parent.parent / "croaring"
@@ -625,3 +627,28 @@ def test_write_arguments() -> None:
         puffin.write_deletion_vectors(io.BytesIO(), {"": [1]})
     with pytest.raises(DeletionVectorError):
         puffin.write_deletion_vectors(io.BytesIO(), {"f": [-1]})
+
+
+def test_deletion_vectors_combine_with_set_operators() -> None:
+    far = 3 << 32
+    a = puffin.DeletionVector([1, 2, 3, far])
+    b = puffin.DeletionVector(range(3, 6))
+    assert list(a | b) == [1, 2, 3, 4, 5, far]
+    assert list(a & b) == [3]
+    assert list(a - b) == [1, 2, far]
+    assert list(a ^ b) == [1, 2, 4, 5, far]
+    assert a | b == b | a and a != b
+    assert list(a) == [1, 2, 3, far] and list(b) == [3, 4, 5]  # operands unchanged
+    # The result serializes as the same positions built anew (Java's key count).
+    assert (a - puffin.DeletionVector([far])).serialize() == puffin.DeletionVector(
+        [1, 2, 3]
+    ).serialize()
+    assert (a | b).serialize() == puffin.DeletionVector([1, 2, 3, 4, 5, far]).serialize()
+    with pytest.raises(TypeError):
+        a | [1]  # type: ignore[operator]
+
+
+def test_to_arrow_without_pyarrow_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # `import pyarrow` now fails
+    with pytest.raises(MissingDependencyError, match=r"pip install 'iceberg-puffin\[arrow\]'"):
+        puffin.DeletionVector([1, 2]).to_arrow()

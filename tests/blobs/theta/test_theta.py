@@ -832,3 +832,18 @@ def test_small_range_columns_match_oracles(spread: int) -> None:
     sketch = ThetaSketch.from_values(days, "date")
     assert sketch.hashes.tolist() == hashes and sketch.theta64 == theta
     assert ThetaSketch.from_values(values.astype(np.int32), "int") == sketch
+
+
+def test_theta_union_takes_a_list_on_the_class_and_others_on_an_instance() -> None:
+    a = puffin.ThetaSketch.from_values(np.arange(0, 100), "long")
+    b = puffin.ThetaSketch.from_values(np.arange(50, 200), "long")
+    both = puffin.ThetaSketch.from_values(np.arange(0, 200), "long")
+    assert puffin.ThetaSketch.union([a, b]) == both
+    assert puffin.ThetaSketch.union(iter([a, b])) == both
+    assert puffin.ThetaSketch.union(a, b) == both
+    assert puffin.ThetaSketch.union([a], [b.serialize()]) == both
+    assert a.union(b) == both and a.union([b]) == both
+    assert puffin.ThetaSketch.union([]).is_empty
+    assert puffin.ThetaSketch.union([a, b], lg_k=5).num_retained == 32
+    with pytest.raises(TypeError, match="cannot union a int"):
+        puffin.ThetaSketch.union([a, 42])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from puffin.iceberg import (
     load_table,
 )
 from puffin.io.locations import local_path
+from tests.cli.test_cli import cli, err, out
 
 
 @pytest.fixture
@@ -230,3 +232,55 @@ def test_upgrade_delete_and_dv_commands(home: Path) -> None:
     assert bad.returncode == 2 and "nope" in bad.stderr
     missing = _puffin(home, "delete", "db.t")
     assert missing.returncode == 2 and "--where" in missing.stderr
+
+
+@pytest.fixture
+def sample_table(tmp_path: Path) -> tuple[Path, Any]:
+    pytest.importorskip("pyiceberg")
+    from puffin.iceberg import create_sample_table, local_catalog
+
+    warehouse = tmp_path / "wh"
+    table = create_sample_table(local_catalog(str(warehouse)), "db.t", rows=2000, files=1)
+    return warehouse, table
+
+
+def test_table_commands_in_an_empty_folder_leave_nothing_behind(tmp_path: Path) -> None:
+    pytest.importorskip("pyiceberg")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for args in (
+        ["table", "stats", "compute", "db.t"],
+        ["table", "stats", "show", "db.t"],
+        ["table", "verify", "db.t"],
+        ["table", "stats", "compute", "db.t", "--warehouse", str(empty / "nowhere")],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "puffin", *args],
+            capture_output=True,
+            text=True,
+            cwd=empty,
+            env={k: v for k, v in os.environ.items() if k != "PUFFIN_WAREHOUSE"},
+            timeout=120,
+        )
+        assert proc.returncode == 1, proc.stderr
+        assert "no embedded catalog in" in proc.stderr, proc.stderr
+        assert list(empty.iterdir()) == [], args
+
+
+def test_table_json_names_its_schema_version_and_command(
+    sample_table: tuple[Path, Any],
+) -> None:
+    import json
+
+    warehouse, _ = sample_table
+    where = ["--warehouse", str(warehouse)]
+    for args, command in (
+        (["table", "stats", "compute", "db.t", "--no-commit", "--columns", "id"], "stats compute"),
+        (["table", "stats", "compute", "db.t", "--columns", "id,tag"], "stats compute"),
+        (["table", "stats", "show", "db.t"], "stats show"),
+        (["table", "verify", "db.t"], "verify"),
+    ):
+        proc = cli(*args, *where, "--json")
+        assert proc.returncode == 0, err(proc)
+        doc = json.loads(out(proc))
+        assert (doc["schema_version"], doc["command"]) == (1, f"table {command}"), doc

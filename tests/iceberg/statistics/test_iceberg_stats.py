@@ -478,3 +478,13 @@ def test_progress_drawn_by_the_job(
     assert f"{ROWS // 1000:.1f}k/{ROWS // 1000:.1f}k rows" in err
     compute_table_statistics(sample, columns=["id"], commit=False)  # stderr is not a tty
     assert capsys.readouterr().err == ""
+
+
+def test_statistics_take_a_renamed_columns_new_name(catalog: Catalog) -> None:
+    table = create_sample_table(catalog, "db.renamed", rows=2000, files=1)
+    with table.update_schema() as update:
+        update.rename_column("category", "kind")
+    stats = compute_table_statistics(table, columns=["kind"], commit=False, progress=False)
+    renamed = stats.blob_metadata[0].fields
+    old = compute_table_statistics(table, columns=["category"], commit=False, progress=False)
+    assert renamed == old.blob_metadata[0].fields  # the same field, by either name
