@@ -18,8 +18,7 @@ first use, so ``import puffin`` pulls in neither NumPy nor pyarrow.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from puffin.codecs import Codec, available_codecs, get_codec, register_codec
 from puffin.errors import (
@@ -39,19 +38,20 @@ from puffin.layout import MAGIC
 from puffin.limits import Limits
 from puffin.metadata import BlobMetadata, FileMetadata
 from puffin.reader import PuffinReader, open
+from puffin.support.facade import lazy_names
 from puffin.version import __version__
 from puffin.writer import PuffinWriter, create
 
 # Public names of the blob-type modules, imported lazily (they may need NumPy).
 _LAZY: dict[str, str] = {
-    "DeletionVector": "puffin.blobs.dv.files",
+    "DeletionVector": "puffin.blobs.dv.format",
     "DeletionVectorEntry": "puffin.blobs.dv.files",
     "write_deletion_vectors": "puffin.blobs.dv.files",
     "read_deletion_vector": "puffin.blobs.dv.files",
     "read_deletion_vectors": "puffin.blobs.dv.files",
     "DELETION_VECTOR_V1": "puffin.blobs.dv.files",
-    "ThetaSketch": "puffin.blobs.theta.files",
-    "ThetaSketchBuilder": "puffin.blobs.theta.files",
+    "ThetaSketch": "puffin.blobs.theta.sketch",
+    "ThetaSketchBuilder": "puffin.blobs.theta.sketch",
     "ThetaBlob": "puffin.blobs.theta.files",
     "add_theta_blob": "puffin.blobs.theta.files",
     "read_theta_blobs": "puffin.blobs.theta.files",
@@ -65,35 +65,24 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from puffin.blobs.dv.files import (
         DELETION_VECTOR_V1,
-        DeletionVector,
         DeletionVectorEntry,
         read_deletion_vector,
         read_deletion_vectors,
         write_deletion_vectors,
     )
+    from puffin.blobs.dv.format import DeletionVector
     from puffin.blobs.single_value import serialize_value, serialize_values
     from puffin.blobs.theta.files import (
         APACHE_DATASKETCHES_THETA_V1,
         ThetaBlob,
-        ThetaSketch,
-        ThetaSketchBuilder,
         add_theta_blob,
         read_theta_blobs,
     )
+    from puffin.blobs.theta.sketch import ThetaSketch, ThetaSketchBuilder
     from puffin.blobs.verify import Problem, verify_file
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'puffin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 
 # Written out in full (not built from _LAZY) so that type checkers see every export.

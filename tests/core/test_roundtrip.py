@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import puffin
-from puffin.metadata import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+from puffin.footer.rules import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
 # Any Unicode text that UTF-8 can encode (no lone surrogates), control characters included.
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)

@@ -29,6 +29,7 @@ import puffin
 from iceberg_fixtures import commit_position_deletes_v2, make_catalog
 from puffin.blobs.theta.files import ThetaSketch, read_theta_blobs
 from puffin.iceberg import compute_table_statistics, create_sample_table
+from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.arrow import to_iceberg_arrow
 from puffin.iceberg.scan.read import BATCH_ROWS, read_columns
 from puffin.iceberg.statistics.compute import plan_statistics
@@ -169,8 +170,9 @@ def test_rows_in_batches_with_deletes_across_their_boundaries(
     deleted: tuple[Table, dict[str, np.ndarray]],
 ) -> None:
     table, positions = deleted
-    _, columns, planned = plan_statistics(table, None, None)
-    batches = list(read_columns(table, planned, columns, prefetch=False))
+    snapshot, columns, planned = plan_statistics(table, None, None)
+    deletes = DeleteIndex(table, snapshot)
+    batches = list(read_columns(table, planned, columns, deletes=deletes, prefetch=False))
     assert BATCH_ROWS in {b.rows for b in batches}  # the row groups came in batches
     for path, gone in positions.items():
         mine = [b for b in batches if b.data_path == path]
@@ -188,9 +190,12 @@ def test_values_a_field_at_a_time_are_the_rows_values(
     deleted: tuple[Table, dict[str, np.ndarray]],
 ) -> None:
     table, _ = deleted
-    _, columns, planned = plan_statistics(table, None, None)
-    rows = list(read_columns(table, planned, columns, prefetch=False))
-    values = list(read_columns(table, planned, columns, prefetch=False, distinct_ok=True))
+    snapshot, columns, planned = plan_statistics(table, None, None)
+    deletes = DeleteIndex(table, snapshot)
+    rows = list(read_columns(table, planned, columns, deletes=deletes, prefetch=False))
+    values = list(
+        read_columns(table, planned, columns, deletes=deletes, prefetch=False, distinct_ok=True)
+    )
     assert sum(b.rows for b in values) == 3 * ROWS_PER_FILE  # each row counted once
     # One top-level field a batch (a file whose rows are all deleted is not read at all).
     assert all(len(b.columns) == 1 for b in values if b.live_rows)

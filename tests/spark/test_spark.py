@@ -69,8 +69,9 @@ def test_package_import_is_light_and_keeps_its_names() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
-    assert ps.SparkSetupError is SetupError and ps.JavaNotFoundError is JavaNotFoundError
-    assert issubclass(ps.JavaNotFoundError, ps.SparkSetupError)
+    assert ps.SetupError is SetupError and ps.JavaNotFoundError is JavaNotFoundError
+    assert issubclass(ps.JavaNotFoundError, ps.SetupError)
+    assert not hasattr(ps, "SparkSetupError")  # the 0.1 alias is gone
     for name in ps.__all__:
         assert getattr(ps, name) is not None, name
 

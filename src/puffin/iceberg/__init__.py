@@ -28,17 +28,18 @@ Importing this module is light; pyiceberg and pyarrow load when a function needs
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from puffin.errors import (
     CatalogNotFoundError,
     ColumnNotFoundError,
     SnapshotNotFoundError,
     StatisticsNotFoundError,
+    TableMetadataError,
     TableNotFoundError,
     UnsupportedTableError,
 )
+from puffin.support.facade import lazy_names
 
 # Every public name and its module, imported on first use: ``puffin --help`` loads the
 # ``puffin table`` plugin, which must not load pyiceberg (the v3 writer subclasses its
@@ -50,10 +51,9 @@ _LAZY: dict[str, str] = {
     "ColumnStatistics": "puffin.iceberg.statistics.files",
     "DEFAULT_WAREHOUSE": "puffin.iceberg.catalog.catalogs",
     "DeleteResult": "puffin.iceberg.deletes.rows",
-    "DeletionVectorRef": "puffin.iceberg.deletes.vectors",
-    "Problem": "puffin.iceberg.verify.table",
+    "DeletionVectorRef": "puffin.iceberg.metadata.delete_files",
+    "TableProblem": "puffin.iceberg.verify.table",
     "SkippedColumnWarning": "puffin.iceberg.statistics.compute",
-    "TableMetadataError": "puffin.iceberg.deletes.vectors",
     "TableStatistics": "puffin.iceberg.statistics.files",
     "VerifyReport": "puffin.iceberg.verify.table",
     "WAREHOUSE_ENV": "puffin.iceberg.catalog.catalogs",
@@ -63,7 +63,7 @@ _LAZY: dict[str, str] = {
     "create_sample_table": "puffin.iceberg.catalog.sample",
     "delete_rows": "puffin.iceberg.deletes.rows",
     "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
-    "deletion_vector_refs": "puffin.iceberg.deletes.vectors",
+    "deletion_vector_refs": "puffin.iceberg.metadata.delete_files",
     "load_catalog": "puffin.iceberg.catalog.catalogs",
     "load_table": "puffin.iceberg.catalog.catalogs",
     "local_catalog": "puffin.iceberg.catalog.catalogs",
@@ -101,14 +101,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         upgrade_to_v3,
     )
     from puffin.iceberg.deletes.vectors import (
-        DeletionVectorRef,
-        TableMetadataError,
         apply_deletion_vector,
         deletion_vector_data_files,
-        deletion_vector_refs,
         read_table_deletion_vectors,
         write_table_deletion_vectors,
     )
+    from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
     from puffin.iceberg.statistics.compute import (
         SkippedColumnWarning,
         compute_table_statistics,
@@ -122,7 +120,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from puffin.iceberg.statistics.update import update_table_statistics
     from puffin.iceberg.verify.table import (
-        Problem,
+        TableProblem,
         VerifyReport,
         verify_table,
     )
@@ -131,18 +129,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from puffin.iceberg.writes.overwrite import overwrite
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'puffin.iceberg' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "DEFAULT_WAREHOUSE",
@@ -152,12 +139,12 @@ __all__ = [
     "ColumnStatistics",
     "DeleteResult",
     "DeletionVectorRef",
-    "Problem",
     "SkippedColumnWarning",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
     "TableMetadataError",
     "TableNotFoundError",
+    "TableProblem",
     "TableStatistics",
     "UnsupportedTableError",
     "VerifyReport",

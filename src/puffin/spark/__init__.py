@@ -12,7 +12,8 @@ a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics
 table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors) and
 :mod:`~puffin.spark.cli` (``puffin spark ...``).
 
-Importing this package is light: pyspark, pyarrow and argparse are imported when needed.
+Importing this package is light: its names load on first use, and pyspark, pyarrow and
+argparse only when needed.
 """
 
 from __future__ import annotations
@@ -20,26 +21,46 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from puffin.errors import JavaNotFoundError, SetupError
-from puffin.spark._java import MIN_JAVA, check_java, local_session
-from puffin.spark.deletes import (
-    delete_rows,
-    deletion_vector_positions,
-    deletion_vectors_for,
-    position_deletes_to_deletion_vectors,
-    upgrade_to_v3,
-)
-from puffin.spark.ndv import ENGINES, compute_ndv_sketches
-from puffin.spark.statistics import compute_table_statistics
-from puffin.spark.types import iceberg_type_of, spark_read_type
+from puffin.support.facade import lazy_names
+
+_LAZY: dict[str, str] = {
+    "MIN_JAVA": "puffin.spark._java",
+    "check_java": "puffin.spark._java",
+    "local_session": "puffin.spark._java",
+    "delete_rows": "puffin.spark.deletes",
+    "deletion_vector_positions": "puffin.spark.deletes",
+    "deletion_vectors_for": "puffin.spark.deletes",
+    "position_deletes_to_deletion_vectors": "puffin.spark.deletes",
+    "upgrade_to_v3": "puffin.spark.deletes",
+    "ENGINES": "puffin.spark.ndv",
+    "compute_ndv_sketches": "puffin.spark.ndv",
+    "compute_table_statistics": "puffin.spark.statistics",
+    "iceberg_type_of": "puffin.spark.types",
+    "spark_read_type": "puffin.spark.types",
+}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import argparse
+
+    from puffin.spark._java import MIN_JAVA, check_java, local_session
+    from puffin.spark.deletes import (
+        delete_rows,
+        deletion_vector_positions,
+        deletion_vectors_for,
+        position_deletes_to_deletion_vectors,
+        upgrade_to_v3,
+    )
+    from puffin.spark.ndv import ENGINES, compute_ndv_sketches
+    from puffin.spark.statistics import compute_table_statistics
+    from puffin.spark.types import iceberg_type_of, spark_read_type
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "ENGINES",
     "MIN_JAVA",
     "JavaNotFoundError",
-    "SparkSetupError",
+    "SetupError",
     "check_java",
     "compute_ndv_sketches",
     "compute_table_statistics",
@@ -53,9 +74,6 @@ __all__ = [
     "spark_read_type",
     "upgrade_to_v3",
 ]
-
-#: The former name of :class:`puffin.errors.SetupError` (Spark cannot start on this machine).
-SparkSetupError = SetupError
 
 
 def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

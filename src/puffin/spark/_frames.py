@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.types import NestedField
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructField, StructType
@@ -170,7 +171,7 @@ def _split_deletes(
 
 
 def _deleted_rows(
-    spark: SparkSession, table: Table, planned: Sequence[PlannedFile]
+    spark: SparkSession, table: Table, snapshot: Snapshot, planned: Sequence[PlannedFile]
 ) -> DataFrame | None:
     """(key, pos) of every row the snapshot's deletes remove, or ``None`` if there are none.
 
@@ -180,7 +181,7 @@ def _deleted_rows(
     import pyarrow as pa
     from pyspark.sql import functions as F
 
-    from puffin.iceberg.scan.plan import DeleteIndex
+    from puffin.iceberg.metadata.delete_files import DeleteIndex
 
     parquet, puffin_files = _split_deletes(planned)
     frames = []
@@ -188,7 +189,7 @@ def _deleted_rows(
         deletes = spark.read.schema("file_path string, pos long").parquet(*parquet)
         frames.append(deletes.select(_path_key_column(F.col("file_path")).alias("k"), "pos"))
     if puffin_files:
-        index = DeleteIndex(table.io)
+        index = DeleteIndex(table, snapshot)
         paths: list[str] = []
         positions = []
         for data_path, files in puffin_files.items():
@@ -240,12 +241,13 @@ def table_frame(
 def live_rows(
     spark: SparkSession,
     table: Table,
+    snapshot: Snapshot,
     schema: Schema,
     planned: Sequence[PlannedFile],
     top_ids: set[int],
 ) -> DataFrame:
     """The snapshot's live rows (deletes applied) of the top-level fields ``top_ids``."""
-    deleted = _deleted_rows(spark, table, planned)
+    deleted = _deleted_rows(spark, table, snapshot, planned)
     if deleted is None:
         return table_frame(spark, schema, planned, top_ids, rows=False)
     data = table_frame(spark, schema, planned, top_ids, rows=True)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
 
     from puffin.blobs.dv.files import DeletionVector, DeletionVectorEntry
     from puffin.iceberg.deletes.rows import DeleteResult
-    from puffin.iceberg.scan.plan import DeleteIndex, PlannedFile
+    from puffin.iceberg.metadata.delete_files import DeleteIndex
+    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
     "delete_rows",
@@ -133,8 +134,9 @@ def deletion_vector_positions(
     from pyspark.sql import functions as F
 
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
+    from puffin.iceberg.metadata.delete_files import DeleteIndex
     from puffin.iceberg.scan.columns import snapshot_schema
-    from puffin.iceberg.scan.plan import DeleteIndex, plan_files
+    from puffin.iceberg.scan.plan import plan_files
     from puffin.iceberg.scan.row_filter import bind_where
     from puffin.spark.conditions import spark_column
 
@@ -151,7 +153,7 @@ def deletion_vector_positions(
             F.col("_metadata.file_path"), F.col("_metadata.row_index")
         )
         found = _collect_vectors(matches)
-    existing = DeleteIndex(table.io) if merge_existing else None
+    existing = DeleteIndex(table, snapshot) if merge_existing else None
     return dict(sorted(_by_data_file(found, planned, existing).items()))
 
 

@@ -58,7 +58,7 @@ def compute_table_statistics(
     if planned:
         top_ids = {c.path[0] for c in scan_columns}
         with session_conf(spark, FIELD_ID_CONF):
-            live = live_rows(spark, table, schema, planned, top_ids)
+            live = live_rows(spark, table, snapshot, schema, planned, top_ids)
             frame = live.select(
                 *[column_ref(schema, c.path).alias(f"f{c.field_id}") for c in scan_columns]
             )

@@ -485,7 +485,9 @@ def test_spark_migrates_position_deletes_in_the_upgrade(
         raise AssertionError("the driver read the position-delete files itself")
 
     with monkeypatch.context() as patch:
-        patch.setattr("puffin.iceberg.scan.plan.DeleteIndex.positions", not_on_the_driver)
+        patch.setattr(
+            "puffin.iceberg.metadata.delete_files.DeleteIndex.positions", not_on_the_driver
+        )
         v3 = ps.upgrade_to_v3(spark_session, v2)
     assert v3.metadata.format_version == 3
     assert _summary(v3).operation.value == "replace"

@@ -148,6 +148,7 @@ def puffin_rows(metadata: str, columns: Sequence[str]) -> Response:
     """This library's scan: pyiceberg plans, our reader applies every delete."""
     from pyiceberg.table import StaticTable
 
+    from puffin.iceberg.metadata.delete_files import DeleteIndex
     from puffin.iceberg.scan.columns import ScanColumn
     from puffin.iceberg.scan.plan import plan_files
     from puffin.iceberg.scan.read import read_columns
@@ -159,7 +160,10 @@ def puffin_rows(metadata: str, columns: Sequence[str]) -> Response:
     fields = [table.schema().find_field(name) for name in columns]
     scan = [ScanColumn(f.field_id, f.name, f.field_type, (f.field_id,)) for f in fields]  # type: ignore[arg-type]
     rows: list[list[Any]] = []
-    for batch in read_columns(table, plan_files(table, snapshot), scan, prefetch=False):
+    for batch in read_columns(
+        table, plan_files(table, snapshot), scan, deletes=DeleteIndex(table, snapshot),
+        prefetch=False,
+    ):
         values = []
         for f in fields:
             array = batch.columns.get(f.field_id)

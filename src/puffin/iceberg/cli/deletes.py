@@ -17,7 +17,7 @@ from puffin.cli.output import print_json
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-    from puffin.iceberg.deletes.vectors import DeletionVectorRef
+    from puffin.iceberg.metadata.delete_files import DeletionVectorRef
 
 __all__ = ["add_delete_commands"]
 
@@ -166,7 +166,7 @@ def _ref_doc(r: DeletionVectorRef, rows: dict[str, int]) -> dict[str, Any]:
 
 def _run_dv(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
-    from puffin.iceberg.deletes.vectors import deletion_vector_refs
+    from puffin.iceberg.metadata.delete_files import deletion_vector_refs
     from puffin.iceberg.scan.plan import plan_files
 
     snapshot = resolve_snapshot(table, args.snapshot_id)

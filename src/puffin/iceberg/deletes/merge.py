@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.iceberg.deletes.vectors import check_positions, deletion_vector_refs
+from puffin.iceberg.deletes.vectors import check_positions
+from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
 from puffin.iceberg.metadata.manifests import DeleteFileKey
-from puffin.iceberg.scan.plan import DeleteIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,7 +105,7 @@ def merge_deletes(
             superseded.update((str(d.file_path), None) for d in parquet)
             if parquet and read_live:
                 candidates.setdefault(p.path, np.empty(0, dtype=np.int64))
-    index = index if index is not None else DeleteIndex(table.io)
+    index = index if index is not None else DeleteIndex(table, snapshot)
     merged: Positions = {}
     newly = 0
     for path, positions in candidates.items():

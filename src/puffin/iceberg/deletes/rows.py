@@ -21,8 +21,9 @@ from puffin.errors import UnsupportedTableError, UsageError
 from puffin.iceberg.deletes.merge import Positions, live_rows, merge_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.snapshots import commit_snapshot
-from puffin.iceberg.scan.plan import DeleteIndex, plan_files
+from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def _commit_loop(
         if snapshot is None:
             return DeleteResult(0, (), None, table, number)
         planned = plan_files(table, snapshot)
-        index = DeleteIndex(table.io)  # each delete file loaded once for the attempt
+        index = DeleteIndex(table, snapshot)  # each delete file loaded once for the attempt
         new = positions_for(table, planned)
         merged = merge_deletes(table, snapshot, planned, new, index=index)
         if not merged.positions:

@@ -16,39 +16,31 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import TableMetadataError
 from puffin.iceberg.catalog.catalogs import resolve_snapshot
-from puffin.iceberg.metadata.manifests import (
-    CONTENT_OFFSET,
-    CONTENT_SIZE,
-    REFERENCED_DATA_FILE,
-    read_manifest_entries,
+from puffin.iceberg.metadata.delete_files import (
+    DeleteIndex,
+    deletion_vector_refs,
 )
 from puffin.iceberg.scan.plan import keep_mask, plan_files
-from puffin.io.locations import open_input, open_output
+from puffin.io.locations import open_output
 from puffin.version import CREATED_BY
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
-    from pyiceberg.table.snapshots import Snapshot
 
     from puffin.blobs.dv.files import DeletionVector, DeletionVectorEntry
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
-    "DeletionVectorRef",
-    "TableMetadataError",
     "apply_deletion_vector",
     "check_positions",
     "data_file_path",
     "deletion_vector_data_files",
-    "deletion_vector_refs",
     "read_table_deletion_vectors",
     "write_table_deletion_vectors",
     "write_vectors",
@@ -180,80 +172,6 @@ def _empty_record() -> Any:
 # --- reading a table's vectors --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DeletionVectorRef:
-    """A deletion vector as a table's delete manifest references it."""
-
-    referenced_data_file: str
-    path: str
-    content_offset: int
-    content_size_in_bytes: int
-    record_count: int
-    file_size_in_bytes: int
-    manifest_path: str
-    sequence_number: int | None
-
-
-def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list[DeletionVectorRef]:
-    """Every deletion vector the snapshot's delete manifests reference (default: current).
-
-    Raises :class:`TableMetadataError` for a PUFFIN delete entry without the v3 fields and
-    for two live vectors of one data file (the spec allows one per data file).
-    """
-    from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
-
-    snap = snapshot if snapshot is not None else table.current_snapshot()
-    if snap is None:
-        return []
-    out: list[DeletionVectorRef] = []
-    seen: dict[str, DeletionVectorRef] = {}
-    for manifest in snap.manifests(table.io):
-        if manifest.content != ManifestContent.DELETES:
-            continue
-        for entry in read_manifest_entries(table.io, manifest):
-            df = entry.data_file
-            if (
-                df.content != DataFileContent.POSITION_DELETES
-                or df.file_format != FileFormat.PUFFIN
-            ):
-                continue
-            referenced = df[REFERENCED_DATA_FILE]
-            offset, size = df[CONTENT_OFFSET], df[CONTENT_SIZE]
-            if referenced is None or offset is None or size is None:
-                raise TableMetadataError(
-                    f"delete manifest {manifest.manifest_path}: PUFFIN delete file "
-                    f"{df.file_path} lacks referenced_data_file, content_offset or "
-                    "content_size_in_bytes"
-                )
-            ref = DeletionVectorRef(
-                referenced_data_file=str(referenced),
-                path=str(df.file_path),
-                content_offset=int(offset),
-                content_size_in_bytes=int(size),
-                record_count=int(df.record_count),
-                file_size_in_bytes=int(df.file_size_in_bytes),
-                manifest_path=manifest.manifest_path,
-                sequence_number=entry.sequence_number,
-            )
-            if ref.referenced_data_file in seen:
-                raise TableMetadataError(
-                    f"two deletion vectors for data file {ref.referenced_data_file}: "
-                    f"{seen[ref.referenced_data_file].path} and {ref.path}"
-                )
-            seen[ref.referenced_data_file] = ref
-            out.append(ref)
-    return out
-
-
-def _group_by_file(
-    refs: Iterable[DeletionVectorRef],
-) -> Iterator[tuple[str, list[DeletionVectorRef]]]:
-    groups: dict[str, list[DeletionVectorRef]] = {}
-    for r in refs:
-        groups.setdefault(r.path, []).append(r)
-    yield from groups.items()
-
-
 def read_table_deletion_vectors(
     table: Table, *, snapshot_id: int | None = None
 ) -> dict[str, DeletionVector]:
@@ -263,20 +181,11 @@ def read_table_deletion_vectors(
     prefix, magic, CRC, Roaring layout, and cardinality against the manifest's
     ``record_count``.  Errors are :class:`puffin.DeletionVectorError` naming the file.
     """
-    from puffin.blobs.dv.files import read_deletion_vector
-
     snapshot = resolve_snapshot(table, snapshot_id)
+    index = DeleteIndex(table, snapshot)
     out: dict[str, DeletionVector] = {}
-    for path, refs in _group_by_file(deletion_vector_refs(table, snapshot)):
-        with open_input(table.io, path) as f:
-            for r in refs:
-                out[r.referenced_data_file] = read_deletion_vector(
-                    f,
-                    r.content_offset,
-                    r.content_size_in_bytes,
-                    record_count=r.record_count,
-                    referenced_data_file=r.referenced_data_file,
-                )
+    for path in dict.fromkeys(r.path for r in deletion_vector_refs(table, snapshot)):
+        out.update(index.vectors(path))
     return out
 
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from puffin.errors import UnsupportedTableError
+from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.arrow import to_iceberg_arrow
 from puffin.iceberg.scan.columns import ScanColumn
-from puffin.iceberg.scan.plan import DeleteIndex, PlannedFile, keep_mask
+from puffin.iceberg.scan.plan import PlannedFile, keep_mask
 from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
@@ -293,6 +294,7 @@ def read_columns(
     planned: Sequence[PlannedFile],
     columns: Sequence[ScanColumn],
     *,
+    deletes: DeleteIndex,
     prefetch: bool = True,
     distinct_ok: bool = False,
 ) -> Iterator[Batch]:
@@ -301,10 +303,9 @@ def read_columns(
     ``distinct_ok``: the caller only needs each column's set of values (a sketch), so
     top-level fields are read one at a time (each batch holds one field's columns, see
     :class:`Batch`) and dictionary-encoded string columns may come back as Arrow
-    dictionaries.
+    dictionaries. ``deletes``: the snapshot's delete files, shared by every call.
     """
     io = table.io
-    deletes = DeleteIndex(io)
     mapping = table.metadata.name_mapping()
 
     def batches() -> Iterator[Batch]:

@@ -30,6 +30,7 @@ from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.table.statistics import StatisticsFile
 
     from puffin.blobs.theta.files import ThetaSketch
@@ -59,13 +60,23 @@ def sketchable(iceberg_type: Any) -> bool:
 
 
 def sketch_files(
-    table: Table, planned: Sequence[Any], scan_columns: list[ScanColumn], lg_k: int, bar: Progress
+    table: Table,
+    snapshot: Snapshot,
+    planned: Sequence[Any],
+    scan_columns: list[ScanColumn],
+    lg_k: int,
+    bar: Progress,
 ) -> dict[Any, ThetaSketch]:
     """Each column's sketch: the NDV engine reads and hashes one planned file per part."""
+    from puffin.iceberg.metadata.delete_files import DeleteIndex
     from puffin.ndv.engine import Batches, sketch_parts
 
+    deletes = DeleteIndex(table, snapshot)  # each delete file read once, for every part
+
     def part(f: Any) -> Batches:
-        for b in read_columns(table, [f], scan_columns, prefetch=False, distinct_ok=True):
+        for b in read_columns(
+            table, [f], scan_columns, deletes=deletes, prefetch=False, distinct_ok=True
+        ):
             yield b.rows, b.columns
 
     def on_batch(rows: int, index: int) -> None:
@@ -121,7 +132,7 @@ def compute_table_statistics(
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:
-        sketches = sketch_files(table, planned, scan_columns, lg_k, bar)
+        sketches = sketch_files(table, snapshot, planned, scan_columns, lg_k, bar)
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
     return write_statistics_file(

@@ -72,7 +72,7 @@ def update_table_statistics(
     planned = [p for p in plan_files(table, snapshot) if p.path in added]
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:
-        fresh = sketch_files(table, planned, scan_columns, lg_k, bar) if planned else {}
+        fresh = sketch_files(table, snapshot, planned, scan_columns, lg_k, bar) if planned else {}
     sketches = []
     for column in scan_columns:
         old = next(c.sketch for c in previous.columns if c.field_id == column.field_id)

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.blobs import standard
 from puffin.blobs.verify import verify_file
-from puffin.errors import PuffinError
-from puffin.iceberg.deletes.vectors import (
+from puffin.errors import PuffinError, TableMetadataError
+from puffin.iceberg.metadata.delete_files import (
     DeletionVectorRef,
-    TableMetadataError,
     deletion_vector_refs,
+    read_vector,
 )
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.verify.orphans import find_orphans
@@ -43,11 +43,11 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["Problem", "VerifyReport", "verify_table"]
+__all__ = ["TableProblem", "VerifyReport", "verify_table"]
 
 
 @dataclass(frozen=True)
-class Problem:
+class TableProblem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
     # "statistics", "partition-statistics", "deletion-vector", "data-file", "table";
@@ -73,8 +73,8 @@ class VerifyReport:
     statistics_files: int = 0
     partition_statistics_files: int = 0
     deletion_vectors: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[Problem] = field(default_factory=list)
+    problems: list[TableProblem] = field(default_factory=list)
+    warnings: list[TableProblem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -117,7 +117,7 @@ def _check_statistics(table: Table, stats: StatisticsFile, report: VerifyReport)
     path = stats.statistics_path
 
     def problem(message: str) -> None:
-        report.problems.append(Problem("statistics", path, message))
+        report.problems.append(TableProblem("statistics", path, message))
 
     size = _size(table, path)
     if isinstance(size, str):
@@ -178,10 +178,10 @@ def _check_partition_statistics(
 ) -> None:
     size = _size(table, stats.statistics_path)
     if isinstance(size, str):
-        report.problems.append(Problem("partition-statistics", stats.statistics_path, size))
+        report.problems.append(TableProblem("partition-statistics", stats.statistics_path, size))
     elif size != stats.file_size_in_bytes:
         report.problems.append(
-            Problem(
+            TableProblem(
                 "partition-statistics",
                 stats.statistics_path,
                 f"file is {size} bytes, metadata says file-size-in-bytes "
@@ -198,7 +198,7 @@ def _check_deletion_vectors(
     try:
         refs = deletion_vector_refs(table, snapshot)
     except TableMetadataError as exc:
-        report.problems.append(Problem("deletion-vector", snapshot.manifest_list, str(exc)))
+        report.problems.append(TableProblem("deletion-vector", snapshot.manifest_list, str(exc)))
         return
     if not refs:
         return
@@ -210,7 +210,7 @@ def _check_deletion_vectors(
         report.deletion_vectors += len(file_refs)
 
         def problem(message: str, _path: str = path) -> None:
-            report.problems.append(Problem("deletion-vector", _path, message))
+            report.problems.append(TableProblem("deletion-vector", _path, message))
 
         size = _size(table, path)
         if isinstance(size, str):
@@ -234,8 +234,6 @@ def _check_dv_file(
     problem: Callable[[str], None],
 ) -> None:
     """One DV file: its own rules when it has a footer, then each manifest range."""
-    from puffin.blobs.dv.files import read_deletion_vector
-
     try:
         with open_puffin(f, file_size=size) as reader:
             blobs = list(reader.blobs)
@@ -260,13 +258,7 @@ def _check_dv_file(
             else:
                 _check_dv_blob(blob, r, problem, where)
         try:
-            dv = read_deletion_vector(
-                f,
-                r.content_offset,
-                r.content_size_in_bytes,
-                record_count=r.record_count,
-                referenced_data_file=r.referenced_data_file,
-            )
+            dv = read_vector(f, r)
         except PuffinError as exc:
             problem(f"{where}: {exc.reason}")
             continue
@@ -323,9 +315,9 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
         _check_deletion_vectors(table, snapshot, planned, report)
         _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
-        report.problems.extend(Problem("table", p, m) for p, m in findings)
+        report.problems.extend(TableProblem("table", p, m) for p, m in findings)
     report.warnings.extend(
-        Problem(
+        TableProblem(
             "orphan",
             o.path,
             f"{o.size} bytes, referenced by no snapshot or statistics entry "
@@ -348,7 +340,7 @@ def _check_data_files(
     for paths in seen.values():
         if len(paths) > 1:
             report.problems.append(
-                Problem(
+                TableProblem(
                     "data-file",
                     paths[0],
                     f"registered {len(paths)} times in snapshot {snapshot.snapshot_id} "
@@ -357,10 +349,10 @@ def _check_data_files(
             )
         size = _size(table, paths[0])
         if isinstance(size, str):
-            report.problems.append(Problem("data-file", paths[0], size))
+            report.problems.append(TableProblem("data-file", paths[0], size))
 
 
-def _stale_statistics(table: Table) -> list[Problem]:
+def _stale_statistics(table: Table) -> list[TableProblem]:
     """A warning when the current snapshot has no statistics while an ancestor has."""
     from puffin.iceberg.statistics.update import base_statistics
 
@@ -375,7 +367,7 @@ def _stale_statistics(table: Table) -> list[Problem]:
     )
     added = sum(_added_records(s) for s in since)
     return [
-        Problem(
+        TableProblem(
             "stale-statistics",
             path,
             f"the current snapshot {snapshot.snapshot_id} has no statistics; the newest are "
