@@ -357,3 +357,75 @@ def _public() -> set[str]:
     import puffin
 
     return set(puffin.__all__)
+
+
+# --- the spine: one footer door, a writer blind to its backend, one delete loader ----------------
+
+
+def _importers(targets: set[str]) -> dict[str, set[str]]:
+    """``{module: the targets it imports}`` for modules importing any of ``targets``."""
+    found: dict[str, set[str]] = {}
+    for module, path in _modules():
+        hits = {t for _, t in _imports(path, module) if t in targets}
+        if hits:
+            found[module] = hits
+    return found
+
+
+def test_the_footer_has_one_door() -> None:
+    """Only ``puffin.footer`` itself reaches its backends: every reader goes through
+    ``footer.parse``, so ``puffin.open`` and ``FileMetadata.from_json`` accept alike."""
+    backends = {"puffin.footer.exact", "puffin.footer.streaming", "puffin.footer.caps"}
+    outside = {
+        m: t for m, t in _importers(backends).items() if not m.startswith("puffin.footer")
+    }
+    assert not outside, f"footer backends imported past the door: {outside}"
+    from puffin import reader
+
+    assert "parse_payload" in vars(reader)  # the reader's one way in (metadata -> footer)
+
+
+def test_the_writer_does_not_know_its_backend() -> None:
+    source = (SRC / "writer.py").read_text(encoding="utf-8")
+    imported = {t for _, t in _imports(SRC / "writer.py", "puffin.writer")}
+    backends = {"puffin.io.local", "puffin.io.remote", "puffin.io.staging", "puffin.io.stores"}
+    assert not imported & backends
+    for name in ("Upload", "Staging", "LocalSink", "StreamSink", "fdopen", "fsync"):
+        assert name not in source, f"writer.py mentions {name}: it should only see a Sink"
+
+
+def test_deletion_vectors_of_a_table_have_one_loader() -> None:
+    """Above the blobs, only iceberg/metadata/delete_files.py reads a DV from a file."""
+    readers = {
+        "puffin.blobs.dv.files.read_deletion_vector",
+        "puffin.blobs.dv.files.read_deletion_vectors",
+    }
+    wrong = {
+        m: t
+        for m, t in _importers(readers).items()
+        if _part(m) not in ("core", "blobs", "cli", None)
+        and m != "puffin.iceberg.metadata.delete_files"
+    }
+    assert not wrong, f"deletion vectors read past the one loader: {wrong}"
+
+
+def test_one_lazy_facade_helper() -> None:
+    defining = []
+    for module, path in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+                defining.append(module)
+    assert defining == ["puffin.support.facade"] or not defining, defining
+
+
+def test_architecture_doc_lists_every_module() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if path.name == "__init__.py":
+            rel = rel[: -len("__init__.py")] or "__init__.py"
+        if f"`{rel}`" not in doc:
+            missing.append(rel)
+    assert not missing, f"docs/architecture.md does not list: {missing}"

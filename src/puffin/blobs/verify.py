@@ -107,21 +107,9 @@ class Problem:
 
 
 def _check_theta(data: bytes, meta: BlobMetadata, index: int) -> None:
-    if len(meta.fields) != 1:
-        raise ThetaSketchError(
-            f"a theta blob names exactly one field, this one {len(meta.fields)}",
-            blob_index=index,
-            field="fields",
-        )
-    from puffin.blobs.theta.files import ThetaSketch  # NumPy: only when a theta blob is checked
+    from puffin.blobs.theta.files import decode_blob  # NumPy: only when a theta blob is checked
 
-    ndv = standard.parse_long_property(
-        meta.properties, standard.NDV, blob_index=index, error=ThetaSketchError
-    )
-    try:
-        sketch = ThetaSketch.deserialize(data)
-    except ThetaSketchError as exc:
-        raise exc.with_context(blob_index=index, offset=meta.offset) from None
+    _, sketch, ndv = decode_blob(data, meta, index)
     if ndv is not None and not standard.ndv_agrees(
         ndv, sketch.num_retained, sketch.theta64, sketch.estimate
     ):

@@ -56,6 +56,7 @@ __all__ = [
     "ThetaSketchBuilder",
     "add_theta_blob",
     "check_lg_k",
+    "decode_blob",
     "read_theta_blobs",
 ]
 
@@ -133,23 +134,28 @@ def read_theta_blobs(source: PuffinReader | Any) -> list[ThetaBlob]:
 
 
 def _read_theta_blobs(reader: PuffinReader) -> list[ThetaBlob]:
-    out: list[ThetaBlob] = []
-    for index, meta in enumerate(reader.blobs):
-        if meta.type != standard.APACHE_DATASKETCHES_THETA_V1:
-            continue
-        if len(meta.fields) != 1:
-            raise ThetaSketchError(
-                f"a theta blob names exactly one field, this one {len(meta.fields)}",
-                blob_index=index,
-                field="fields",
-            )
-        ndv = standard.parse_long_property(
-            meta.properties, standard.NDV, blob_index=index, error=ThetaSketchError
+    return [
+        decode_blob(reader.read_blob(index), meta, index)
+        for index, meta in enumerate(reader.blobs)
+        if meta.type == standard.APACHE_DATASKETCHES_THETA_V1
+    ]
+
+
+def decode_blob(data: bytes, meta: BlobMetadata, index: int) -> ThetaBlob:
+    """A theta blob's decompressed bytes and footer entry, under the type's footer rules
+    (one field; ``ndv``, when present, a decimal long); :class:`~puffin.ThetaSketchError`
+    with the blob's index and file offset otherwise."""
+    if len(meta.fields) != 1:
+        raise ThetaSketchError(
+            f"a theta blob names exactly one field, this one {len(meta.fields)}",
+            blob_index=index,
+            field="fields",
         )
-        payload = reader.read_blob(index)
-        try:
-            sketch = ThetaSketch.deserialize(payload)
-        except ThetaSketchError as exc:
-            raise exc.with_context(blob_index=index, offset=meta.offset) from None
-        out.append(ThetaBlob(meta.fields[0], sketch, ndv, meta))
-    return out
+    ndv = standard.parse_long_property(
+        meta.properties, standard.NDV, blob_index=index, error=ThetaSketchError
+    )
+    try:
+        sketch = ThetaSketch.deserialize(data)
+    except ThetaSketchError as exc:
+        raise exc.with_context(blob_index=index, offset=meta.offset) from None
+    return ThetaBlob(meta.fields[0], sketch, ndv, meta)

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
     from puffin.blobs.dv.format import DeletionVector
 
-__all__ = ["DeleteIndex", "DeletionVectorRef", "deletion_vector_refs", "read_vector"]
+__all__ = [
+    "DeleteIndex", "DeletionVectorRef", "deletion_vector_refs", "read_vector", "vector_ref",
+]
 
 DELETE_FILE_PATH = "file_path"
 DELETE_POS = "pos"
@@ -76,7 +78,7 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
                 or df.file_format != FileFormat.PUFFIN
             ):
                 continue
-            ref = _ref(df, manifest.manifest_path, entry.sequence_number)
+            ref = vector_ref(df, manifest.manifest_path, entry.sequence_number)
             if ref.referenced_data_file in seen:
                 raise TableMetadataError(
                     f"two deletion vectors for data file {ref.referenced_data_file}: "
@@ -87,7 +89,10 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
     return out
 
 
-def _ref(df: DataFile, manifest_path: str, sequence_number: int | None) -> DeletionVectorRef:
+def vector_ref(
+    df: DataFile, manifest_path: str, sequence_number: int | None = None
+) -> DeletionVectorRef:
+    """A PUFFIN delete entry's vector; :class:`TableMetadataError` without the v3 fields."""
     referenced = df[REFERENCED_DATA_FILE]
     offset, size = df[CONTENT_OFFSET], df[CONTENT_SIZE]
     if referenced is None or offset is None or size is None:
