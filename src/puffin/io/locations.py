@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from puffin.io.base import RandomAccessSource, Sink
 from puffin.io.local import LocalSink, Source, StreamSink, local_source
@@ -107,6 +107,21 @@ def location_key(location: str) -> str:
     return os.path.normpath(local) if local is not None else location
 
 
+class _Borrowed:
+    """A caller's open source, read through and left open."""
+
+    def __init__(self, source: RandomAccessSource) -> None:
+        self._source = source
+        self.size = source.size
+        self.name = source.name
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        return self._source.read_at(offset, length)
+
+    def close(self) -> None:
+        pass
+
+
 def _drive(location: str) -> bool:
     return os.name == "nt" and len(location) > 1 and location[1] == ":"
 
@@ -115,7 +130,12 @@ def open_source(
     source: Source, *, file_size: int | None = None, file_io: Any = None
 ) -> RandomAccessSource:
     """Wrap ``source`` for positional reads: a URL or pyiceberg InputFile (through
-    ``file_io`` when given, else fsspec), a path, bytes, or a binary file object."""
+    ``file_io`` when given, else fsspec), a path, bytes, or a binary file object.  A
+    source opened already (one with ``read_at``) is borrowed: closing what this returns
+    leaves it open for the caller's next read."""
+    opened = callable(getattr(source, "read_at", None))
+    if opened and isinstance(getattr(source, "size", None), int):
+        return _Borrowed(cast("RandomAccessSource", source))
     if is_url(source) or is_input_file(source):
         path = local_path(source) if isinstance(source, str) else None
         if path is None:

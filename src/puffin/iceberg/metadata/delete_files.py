@@ -22,7 +22,7 @@ from puffin.iceberg.metadata.manifests import (
     REFERENCED_DATA_FILE,
     read_manifest_entries,
 )
-from puffin.io.locations import open_input
+from puffin.io.locations import open_input, open_source
 
 if TYPE_CHECKING:
     import numpy as np
@@ -159,9 +159,16 @@ class DeleteIndex:
         return np.unique(np.concatenate(parts))
 
     def vectors(self, path: str) -> dict[str, DeletionVector]:
-        """``{data file: DeletionVector}`` of the Puffin file ``path`` (not cached)."""
-        with open_input(self._table.io, path) as f:
-            return {r.referenced_data_file: read_vector(f, r) for r in self._refs_of(path)}
+        """``{data file: DeletionVector}`` of the Puffin file ``path`` (not cached): the file
+        opened once, each vector one ranged read (one GET on an object store)."""
+        refs = self._refs_of(path)
+        if not refs:
+            return {}
+        source = open_source(path, file_size=refs[0].file_size_in_bytes, file_io=self._table.io)
+        try:
+            return {r.referenced_data_file: read_vector(source, r) for r in refs}
+        finally:
+            source.close()
 
     def _refs_of(self, path: str) -> list[DeletionVectorRef]:
         with self._lock:
