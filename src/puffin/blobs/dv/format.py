@@ -21,7 +21,7 @@ from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
 from puffin.blobs.dv import roaring64 as r64
 from puffin.blobs.dv.positions import check_position, to_bitmaps
-from puffin.blobs.single_value._arrow import require_pyarrow
+from puffin.blobs.single_value.from_arrow import require_pyarrow
 from puffin.errors import DeletionVectorError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -24,19 +24,20 @@ values in one uint8 buffer plus offsets (or a fixed width), and a validity mask 
 Types are given as the spec's JSON spelling (``"int"``, ``"decimal(9,2)"``, ``"fixed[16]"``),
 as an :class:`IcebergType`, or as a pyiceberg type object (imported lazily, never required).
 
-One module per concept: ``_scalar`` (one value), ``_column`` (the container), ``_numpy``,
-``_python`` and ``_arrow`` (converters, one per type in a table), ``_kernels`` (whole-array
-steps), ``_serialize`` (any input, whole or as jobs) and ``_distinct`` (for sketches).
+One module per concept: ``scalar`` (one value), ``column`` (the container), ``from_numpy``,
+``from_python`` and ``from_arrow`` (converters, one per type in a table), ``kernels``
+(whole-array steps), ``serialize`` (any input, whole or as jobs) and ``distinct`` (for
+sketches).
 NumPy and pyarrow are imported only when this package is used; pyarrow is optional.
 """
 
 from __future__ import annotations
 
-from puffin.blobs.single_value._arrow import numeric_values
-from puffin.blobs.single_value._column import SerializedValues
-from puffin.blobs.single_value._distinct import distinct_if_small_range, small_range_distinct
-from puffin.blobs.single_value._scalar import serialize_value
-from puffin.blobs.single_value._serialize import serialize_tasks, serialize_values
+from puffin.blobs.single_value.column import SerializedValues
+from puffin.blobs.single_value.distinct import distinct_if_small_range, small_range_distinct
+from puffin.blobs.single_value.from_arrow import numeric_values
+from puffin.blobs.single_value.scalar import serialize_value
+from puffin.blobs.single_value.serialize import serialize_tasks, serialize_values
 from puffin.types import IcebergType, parse_type
 
 __all__ = [

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs.single_value._column import (
+from puffin.blobs.single_value.column import (
     SerializedValues,
     fixed_column,
     fixed_rows_as_variable,
@@ -18,14 +18,14 @@ from puffin.blobs.single_value._column import (
     variable_column,
     variable_or_dropped,
 )
-from puffin.blobs.single_value._kernels import (
+from puffin.blobs.single_value.from_numpy import from_numpy
+from puffin.blobs.single_value.kernels import (
     canonical_uuid_rows,
     checked_int_cast,
     decimal_rows_le16,
     gather_rows,
 )
-from puffin.blobs.single_value._numpy import from_numpy
-from puffin.blobs.single_value._scalar import uuid_bytes
+from puffin.blobs.single_value.scalar import uuid_bytes
 from puffin.errors import MissingDependencyError
 from puffin.types import IcebergType
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from puffin.blobs.single_value._arrow import from_arrow, is_arrow, optional_pyarrow
-from puffin.blobs.single_value._column import SerializedValues, concat
-from puffin.blobs.single_value._distinct import distinct_if_small_range
-from puffin.blobs.single_value._numpy import from_numpy
-from puffin.blobs.single_value._python import from_python
+from puffin.blobs.single_value.column import SerializedValues, concat
+from puffin.blobs.single_value.distinct import distinct_if_small_range
+from puffin.blobs.single_value.from_arrow import from_arrow, is_arrow, optional_pyarrow
+from puffin.blobs.single_value.from_numpy import from_numpy
+from puffin.blobs.single_value.from_python import from_python
 from puffin.types import IcebergType, parse_type
 
 __all__ = ["serialize_tasks", "serialize_values"]

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs.single_value._arrow import from_arrow, optional_pyarrow
-from puffin.blobs.single_value._column import SerializedValues, pack_bytes
-from puffin.blobs.single_value._numpy import from_numpy
-from puffin.blobs.single_value._scalar import serialize_value
+from puffin.blobs.single_value.column import SerializedValues, pack_bytes
+from puffin.blobs.single_value.from_arrow import from_arrow, optional_pyarrow
+from puffin.blobs.single_value.from_numpy import from_numpy
+from puffin.blobs.single_value.scalar import serialize_value
 from puffin.types import IcebergType
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs.single_value._kernels import NAT
+from puffin.blobs.single_value.kernels import NAT
 
 if TYPE_CHECKING:  # pragma: no cover
     from numpy.typing import NDArray

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from puffin.blobs.single_value._kernels import time_units
+from puffin.blobs.single_value.kernels import time_units
 from puffin.types import IcebergType, parse_type
 
 __all__ = ["min_twos_complement", "serialize_value", "uuid_bytes"]

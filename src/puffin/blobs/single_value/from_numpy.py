@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from puffin.blobs.single_value._column import (
+from puffin.blobs.single_value.column import (
     SerializedValues,
     fixed_column,
     fixed_rows_as_variable,
@@ -15,14 +15,14 @@ from puffin.blobs.single_value._column import (
     variable_or_dropped,
     with_nulls,
 )
-from puffin.blobs.single_value._kernels import (
+from puffin.blobs.single_value.kernels import (
     canonical_nan,
     checked_int_cast,
     decimal_rows_le16,
     int64_to_le16,
     time_units,
 )
-from puffin.blobs.single_value._scalar import min_twos_complement
+from puffin.blobs.single_value.scalar import min_twos_complement
 from puffin.types import IcebergType
 
 if TYPE_CHECKING:  # pragma: no cover
