@@ -17,7 +17,7 @@ DUCK15_PINS  := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-a
 JAVA_VENV    := .venv-java
 JAVA_PINS    := pyspark==3.5.9 snowpark-connect-deps-iceberg==1.0.3 pyarrow==26.0.1
 
-.PHONY: venv peers test demo lint fuzz bench clean FORCE
+.PHONY: venv peers test test-fast demo lint fuzz bench clean FORCE
 
 venv: $(STAMP)
 
@@ -55,6 +55,11 @@ test: $(STAMP) peers
 	PUFFIN_REQUIRE_PEERS=1 PUFFIN_DUCKDB15_PYTHON=$(DUCK15_VENV)/bin/python \
 	PUFFIN_SAIL_PYTHON=$(SAIL_VENV)/bin/python PUFFIN_JAVA_PYTHON=$(JAVA_VENV)/bin/python \
 	$(PY) -m pytest -q
+
+# The quick loop (docs/testing.md): every test that needs no side venv of `make peers` and no
+# JVM, slow ones left out too (markers peer, java, slow; tests/conftest.py sets the first two).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not peer and not java"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench fuzz tools

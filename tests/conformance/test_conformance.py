@@ -303,6 +303,8 @@ def test_table_peers_fail_exactly_the_known_vectors(
     _assert_known(name, report)
 
 
+@pytest.mark.peer
+@pytest.mark.java
 def test_iceberg_java_fails_exactly_the_known_vectors(vectors: list[dict[str, Any]]) -> None:
     """Iceberg Java 1.10.2's own Puffin and DV code (``.venv-java``) over every vector it can
     express; each failure is a documented leniency or gap of Java's (docs/conformance.md)."""

@@ -35,6 +35,7 @@ def test_counts_drop_by_exactly_the_deleted_rows(tmp_path: Path) -> None:
     assert "pyiceberg scan 980, DuckDB 1.4.4 980" == str(after)
 
 
+@pytest.mark.java
 def test_demo_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from puffin import spark as ps
 

@@ -231,6 +231,7 @@ def test_sail_merges_into_our_deletion_vectors(
         assert puffin.verify_file(metadata_path(puffin_path)) == []
 
 
+@pytest.mark.peer
 def test_duckdb15_scans_null_first_row_id(
     catalog: Catalog, base: Table, data_files: list[str], tables: dict[str, PeerTable]
 ) -> None:

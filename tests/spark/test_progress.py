@@ -80,6 +80,7 @@ def test_the_job_progress_polls_the_status_tracker() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.java
 def test_spark_stats_keeps_the_jvm_quiet_and_shows_progress(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and "JAVA_HOME" not in os.environ:

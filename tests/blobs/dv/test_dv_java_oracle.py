@@ -23,7 +23,7 @@ import pytest
 import puffin
 from puffin import DeletionVector
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.java]
 
 JAVA_SOURCE = r"""
 import java.io.*;

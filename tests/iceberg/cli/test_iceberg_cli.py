@@ -189,6 +189,7 @@ def _live_ids(home: Path) -> list[int]:
     return sorted(table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist())
 
 
+@pytest.mark.slow  # about 25 s: a dozen `puffin table` processes
 def test_upgrade_delete_and_dv_commands(home: Path) -> None:
     result = _puffin(home, "sample", "db.t", "--rows", "3000", "--files", "3")
     assert result.returncode == 0, result.stderr

@@ -379,6 +379,7 @@ def test_every_reader_agrees_after_concurrent_deletes_and_sails(
     _assert_ids(sailed, ALL - deleted, sail)
 
 
+@pytest.mark.peer  # .venv-duckdb15, called directly
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,

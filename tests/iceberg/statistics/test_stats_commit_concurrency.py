@@ -92,6 +92,7 @@ def _run(warehouse: Path, indexes: list[int | None]) -> list[str]:
     return [path for path, _ in results]
 
 
+@pytest.mark.slow  # about 15 s: sixteen processes
 def test_sixteen_processes_one_snapshot_each(tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     _table(warehouse, PROCESSES)
@@ -106,6 +107,7 @@ def test_sixteen_processes_one_snapshot_each(tmp_path: Path) -> None:
         assert stats["id"].ndv == snapshot.sequence_number * 10  # type: ignore[operator]
 
 
+@pytest.mark.slow  # about 15 s: sixteen processes
 def test_sixteen_processes_same_snapshot(tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     _table(warehouse, 2)

@@ -149,6 +149,7 @@ def _read_only(warehouse: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return result
 
 
+@pytest.mark.slow  # about 20 s: every command in a read-only mount namespace
 def test_a_read_only_warehouse_serves_readers_and_refuses_writers(
     tmp_path: Path, files: dict[str, Path]
 ) -> None:
