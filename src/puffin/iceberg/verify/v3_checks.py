@@ -75,7 +75,13 @@ def check_deletes(table: Table, snapshot: Snapshot, *, vectors: bool = True) -> 
                 with open_input(table.io, path) as f:
                     read_vector(f, ref)  # the manifest's record_count checked too
             except (OSError, ValueError, PuffinError) as exc:
-                out.append((path, f"deletion vector for {referenced}: {exc}"))
+                out.append(
+                    (
+                        path,
+                        f"deletion vector for {referenced} (manifest record_count "
+                        f"{df.record_count}): {exc}",
+                    )
+                )
     return out
 
 
