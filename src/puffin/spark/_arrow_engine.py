@@ -64,8 +64,11 @@ def _sketch_partition(types: list[str], lg_k: int) -> _Partition:
 def arrow_sketches(df: DataFrame, types: list[str], lg_k: int) -> list[ThetaSketch]:
     """Sketch every column of ``df`` with our builder on the executors; union on the driver."""
     from puffin.blobs.theta.files import ThetaSketch
+    from puffin.spark.preflight import require_executors, worker_errors
 
-    rows = df.mapInArrow(_sketch_partition(types, lg_k), "column int, sketch binary").collect()
+    require_executors(df.sparkSession)  # before the first Python task, not in its log
+    with worker_errors():
+        rows = df.mapInArrow(_sketch_partition(types, lg_k), "column int, sketch binary").collect()
     parts: list[list[bytes]] = [[] for _ in types]
     for row in rows:
         parts[row["column"]].append(bytes(row["sketch"]))

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from puffin.errors import JavaNotFoundError
+from puffin.errors import JavaNotFoundError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import SparkSession
@@ -169,6 +169,7 @@ def local_session(
     conf: Mapping[str, str] | None = None,
     quiet: bool = True,
     log_file: str | None = None,
+    ship_environment: bool = False,
 ) -> SparkSession:
     """A Spark session for this machine, set up for small jobs (or Spark Connect).
 
@@ -179,7 +180,10 @@ def local_session(
         set to this one, and (with ``quiet``) only error-level logs.  ``conf`` adds or overrides
         settings.  If a session is already running in this process it is returned as it is.
     With ``log_file``, a new local JVM writes everything it prints (start-up lines, its log)
-    to that file instead of this process's terminal.
+    to that file instead of this process's terminal.  With ``ship_environment``, executors
+    of a cluster master run this library from the driver's environment, packed once and
+    sent along (:mod:`puffin.spark.shipping`; the Connect server's own configuration decides
+    its executors' Python, so it is refused there).
 
         Raises :class:`~puffin.errors.JavaNotFoundError` when a local JVM is needed and Java is
         missing or old.
@@ -189,6 +193,11 @@ def local_session(
     if quiet:
         _quiet_python_warnings()
     remote = master if master.startswith("sc://") else os.environ.get("SPARK_REMOTE")
+    if remote and ship_environment:
+        raise UsageError(
+            "--ship-environment needs a classic session: a Spark Connect server's own "
+            "configuration (spark.pyspark.python, spark.files) decides its executors' Python"
+        )
     if remote:
         builder = SparkSession.builder.remote(remote).appName(app_name)
         for key, value in (conf or {}).items():
@@ -200,7 +209,14 @@ def local_session(
         return active
     check_java()
     settings = _local_settings(master, memory, shuffle_partitions, quiet)
+    if ship_environment and not master.strip().startswith("local"):
+        from puffin.spark.shipping import environment_conf
+
+        settings.update(environment_conf())
     settings.update(conf or {})
+    if "spark.pyspark.python" in settings:
+        # PySpark gives the executors the Python of PYSPARK_PYTHON, whatever the conf says.
+        os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -142,6 +142,12 @@ def _shared_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--master", default="local[*]", help="Spark master, or sc://host:port (default local[*])"
     )
+    group.add_argument(
+        "--ship-environment",
+        action="store_true",
+        help="send this environment to the executors (a PEX built once and cached) for "
+        "clusters whose nodes lack the library",
+    )
     group.add_argument("--catalog", metavar="NAME", help="catalog from pyiceberg's configuration")
     group.add_argument("--warehouse", metavar="DIR", help="embedded SQLite catalog in DIR")
     group.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
@@ -203,8 +209,16 @@ def _cli_open(args: argparse.Namespace, progress: JobProgress) -> tuple[SparkSes
     progress.phase("loading the table")
     catalog = load_catalog(args.catalog, warehouse=args.warehouse, create=False)
     table = load_table(catalog, args.table)
-    progress.phase("starting Spark")
-    spark = local_session(args.master, log_file=os.path.join(log_directory(), "spark.log"))
+    progress.phase(
+        "packing the environment (once) and starting Spark"
+        if args.ship_environment
+        else "starting Spark"
+    )
+    spark = local_session(
+        args.master,
+        log_file=os.path.join(log_directory(), "spark.log"),
+        ship_environment=args.ship_environment,
+    )
     progress.phase("planning")
     return spark, table
 
