@@ -3,8 +3,9 @@
 Nothing here assumes that the driver and the executors share a disk: the executors read the
 data files and send back small serialized sketches and deletion vectors; the driver merges
 them and writes the Puffin file through the table's FileIO (or fsspec).  The executors need
-this library installed (``pip install iceberg-puffin`` on the cluster, or ship it with
-``spark.submit.pyFiles``); in ``local[N]`` mode they already have it.
+this library: installed on the nodes, or shipped with ``ship_environment=True``
+(:mod:`~puffin.spark.shipping`); a preflight checks before the first Python task
+(:mod:`~puffin.spark.preflight`). In ``local[N]`` mode they already have it.
 
 One concept per module: :mod:`~puffin.spark._java` (Java check, :func:`local_session`),
 :mod:`~puffin.spark.types` (Spark <-> Iceberg types), :mod:`~puffin.spark.ndv` (sketches of
