@@ -789,3 +789,53 @@ def test_spark_refuses_a_dangling_and_before_running(spark: Any, base: Any) -> N
     for where in ("category = 9.5", "id = 10.7", "category = '7'", "category = 99999999999"):
         with pytest.raises(UsageError):
             ps.deletion_vectors_for(spark, base, where)
+
+
+# -------------------------------------------------------------------------------------------
+# Executors: the preflight and their errors (tests/spark/test_cluster.py runs real clusters)
+# -------------------------------------------------------------------------------------------
+
+# A function from a module nobody can import travels by value, as user code would.
+_FAILING_TASK = '''
+def fail(batches):
+    for batch in batches:
+        raise ValueError("boom in the worker: " + str(batch.num_rows))
+        yield batch
+'''
+
+
+def test_a_python_workers_exception_reaches_the_caller(spark: Any) -> None:
+    from puffin.spark.preflight import PythonWorkerError, worker_errors
+
+    namespace: dict[str, Any] = {"__name__": "not_importable_here"}
+    exec(compile(_FAILING_TASK, "<user task>", "exec"), namespace)
+    frame = spark.range(5, numPartitions=1)
+    with pytest.raises(PythonWorkerError) as info, worker_errors():
+        frame.mapInArrow(namespace["fail"], frame.schema).collect()
+    message = str(info.value)
+    assert message == "a Python task failed on the executors: ValueError: boom in the worker: 5"
+    assert info.value.__cause__ is not None  # Py4J's error, with the whole trace, stays chained
+
+
+def test_the_preflight_reports_the_executors_python(spark: Any) -> None:
+    from puffin.spark.preflight import check_executors, require_executors
+
+    found = check_executors(spark)
+    assert found.error is None and found.puffin == puffin.__version__
+    assert found.python == sys.executable  # local masters run the driver's Python
+    assert require_executors(spark) is require_executors(spark)  # once per session
+
+
+def test_worker_errors_leave_other_errors_alone() -> None:
+    from puffin.spark.preflight import _last_line, worker_errors
+
+    with pytest.raises(KeyError), worker_errors():
+        raise KeyError("not from Spark")
+    text = (
+        "An exception was thrown from the Python worker. Please see the stack trace below.\n"
+        "Traceback (most recent call last):\n  File \"w.py\", line 1, in main\n"
+        "puffin.errors.DeletionVectorError: bad CRC\n\n"
+        "\tat org.apache.spark.api.python.PythonException.foo(PythonRunner.scala:1)\n"
+    )
+    assert _last_line(Exception(text)) == "puffin.errors.DeletionVectorError: bad CRC"
+    assert _last_line(Exception("Job aborted\nmore")) == "Job aborted"
