@@ -7,6 +7,7 @@ Used by tests/test_s3.py and bench/bench_s3.py.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -130,3 +131,15 @@ class CountingS3Server:
             aws_secret_access_key=SECRET,
             region_name=REGION,
         )
+
+
+@contextlib.contextmanager
+def running(*buckets: str) -> Iterator[CountingS3Server]:
+    """A started server with ``buckets`` created, stopped on exit (a module fixture's body)."""
+    server = CountingS3Server().start()
+    try:
+        for bucket in buckets:
+            server.boto3().create_bucket(Bucket=bucket)
+        yield server
+    finally:
+        server.stop()

@@ -20,7 +20,7 @@ pytest.importorskip("s3fs")
 import fsspec
 
 import puffin
-from _s3_server import CountingS3Server, Request
+from _s3_server import CountingS3Server, Request, running
 from puffin.io import remote as _remote
 
 BUCKET = "warehouse"
@@ -28,12 +28,8 @@ BUCKET = "warehouse"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[CountingS3Server]:
-    s = CountingS3Server().start()
-    s.boto3().create_bucket(Bucket=BUCKET)
-    try:
+    with running(BUCKET) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("moto.moto_server.werkzeug_app")
 pytest.importorskip("s3fs")
 
-from _s3_server import CountingS3Server
+from _s3_server import CountingS3Server, running
 from puffin.iceberg import delete_rows, upgrade_to_v3
 from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
 from puffin.iceberg.scan.plan import plan_files
@@ -29,12 +29,8 @@ ROWS, FILES = 3_000, 3
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[CountingS3Server]:
-    s = CountingS3Server().start()
-    s.boto3().create_bucket(Bucket=BUCKET)
-    try:
+    with running(BUCKET) as s:
         yield s
-    finally:
-        s.stop()
 
 
 @pytest.mark.parametrize("fileio", ["pyarrow", "fsspec"])
