@@ -19,6 +19,8 @@ the Iceberg and the Spark integrations.  The CLI maps each branch to an exit sta
         JavaNotFoundError       (Spark) no Java 17 or later
       StorageError              an object store that cannot be reached, or   exit 1
                                 refuses us (credentials, endpoint, timeout)
+      PythonWorkerError         (Spark) a Python task failed on the          exit 1
+                                executors: its exception's type and message
       TableError                an Iceberg table, catalog or snapshot       exit 1
         NotFoundError           a catalog, table, snapshot or statistics file is missing
           CatalogNotFoundError, TableNotFoundError, SnapshotNotFoundError,
@@ -57,6 +59,7 @@ __all__ = [
     "MissingDependencyError",
     "NotFoundError",
     "PuffinError",
+    "PythonWorkerError",
     "SetupError",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
@@ -217,6 +220,11 @@ class JavaNotFoundError(SetupError):
 class StorageError(IntegrationError, OSError):
     """An object store could not be reached or refused the request: no credentials, an
     endpoint that does not answer, a timeout.  The message names the URL and what to do."""
+
+
+class PythonWorkerError(IntegrationError, RuntimeError):
+    """A Python task failed on Spark's executors; the message is the line of the worker's
+    traceback that names its exception (Py4J's own error is chained)."""
 
 
 class TableError(IntegrationError):

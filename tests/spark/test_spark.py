@@ -805,7 +805,8 @@ def fail(batches):
 
 
 def test_a_python_workers_exception_reaches_the_caller(spark: Any) -> None:
-    from puffin.spark.preflight import PythonWorkerError, worker_errors
+    from puffin.errors import PythonWorkerError
+    from puffin.spark.preflight import worker_errors
 
     namespace: dict[str, Any] = {"__name__": "not_importable_here"}
     exec(compile(_FAILING_TASK, "<user task>", "exec"), namespace)

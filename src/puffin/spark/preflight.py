@@ -18,14 +18,14 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import IntegrationError, SetupError
+from puffin.errors import PythonWorkerError, SetupError
 from puffin.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "ExecutorPython", "PythonWorkerError", "check_executors", "require_executors", "worker_errors",
+    "ExecutorPython", "check_executors", "require_executors", "worker_errors",
 ]
 
 # Compiled into a module of its own that nobody can import: cloudpickle then sends the
@@ -113,10 +113,6 @@ _REMEDIES = (
     f"install iceberg-puffin {__version__} on every node, set spark.pyspark.python to a "
     f"Python that has it, or {_SHIP}"
 )
-
-
-class PythonWorkerError(IntegrationError, RuntimeError):
-    """A Python task failed on the executors; the message is its exception's last line."""
 
 
 @contextlib.contextmanager
