@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from puffin import footer
-from puffin.footer.rules import blob_attrs, blob_json, footer_from_json
+from puffin.footer.rules import blob_attrs, blob_json, footer_from_json, footer_json
 from puffin.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["BlobMetadata", "FileMetadata", "parse_payload"]
@@ -87,15 +87,14 @@ class FileMetadata:
         return (FileMetadata, (self.blobs, dict(self.properties)))
 
     def to_json_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"blobs": [b.to_json_dict() for b in self.blobs]}
-        if self.properties:
-            out["properties"] = dict(self.properties)
-        return out
+        return footer_json(self._footer())
 
     def to_json(self) -> str:
         """Compact JSON exactly as Iceberg Java's ``FileMetadataParser`` writes it."""
-        blobs = [b.__dict__ for b in self.blobs]
-        return footer.dump(footer.Footer(blobs, dict(self.properties)))
+        return footer.dump(self._footer())
+
+    def _footer(self) -> footer.Footer:
+        return footer.Footer([b.__dict__ for b in self.blobs], dict(self.properties))
 
     def to_bytes(self) -> bytes:
         """UTF-8 of :meth:`to_json`: the uncompressed footer payload."""

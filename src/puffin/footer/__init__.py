@@ -13,7 +13,7 @@ from __future__ import annotations
 from puffin.errors import LimitExceededError
 from puffin.footer.caps import json_cap_violation
 from puffin.footer.exact import parse_exact
-from puffin.footer.rules import Footer, blob_json
+from puffin.footer.rules import Footer, footer_json
 from puffin.footer.streaming import EXACT_BYTES, parse_streaming, recursion_room
 from puffin.footer.text import PayloadError, dump_java
 from puffin.limits import Limits
@@ -27,14 +27,12 @@ def parse(payload: str | bytes | bytearray | memoryview, limits: Limits) -> Foot
     Raises :class:`PayloadError` for a fault at a known byte of the payload (the caller
     places it in its file), and :class:`~puffin.PuffinError` for the others.
     """
-    text = None
+    text = None  # kept only when it holds raw surrogates, which no UTF-8 decodes to
     if isinstance(payload, str):
-        # Text handed in directly may hold raw surrogates; decoded UTF-8 cannot.
-        text = payload
         try:
             data: bytes | bytearray = payload.encode("utf-8")
         except UnicodeEncodeError:
-            data = payload.encode("utf-8", "surrogatepass")
+            data, text = payload.encode("utf-8", "surrogatepass"), payload
     else:
         # A large footer is read where it lies (a bytearray from the LZ4 codec): no copy.
         data = payload if isinstance(payload, (bytes, bytearray)) else bytes(payload)
@@ -51,7 +49,4 @@ def parse(payload: str | bytes | bytearray | memoryview, limits: Limits) -> Foot
 
 def dump(footer: Footer) -> str:
     """Compact JSON exactly as Iceberg Java's ``FileMetadataParser`` writes it."""
-    doc: dict[str, object] = {"blobs": [blob_json(b) for b in footer.blobs]}
-    if footer.properties:
-        doc["properties"] = dict(footer.properties)
-    return dump_java(doc)
+    return dump_java(footer_json(footer))

@@ -25,12 +25,13 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 def parse_exact(
     data: bytes, limits: Limits, *, text: str | None = None, checked: bool = False
 ) -> Footer:
-    """The footer in the UTF-8 ``data`` (or in ``text``, which may hold raw surrogates).
+    """The footer in the UTF-8 ``data``; ``text``: the caller's text when it holds raw
+    surrogates (``data`` then is its ``surrogatepass`` encoding, which no decoder takes).
 
     Raises :class:`PayloadError` for faults with a byte position; ``checked``: the caller
     already found the bytes within the JSON caps.
     """
-    raw_surrogates = text is not None and _has_raw_surrogates(text)
+    raw_surrogates = text is not None
     if text is None:
         try:
             text = str(data, "utf-8")
@@ -64,14 +65,6 @@ def parse_exact(
     return footer_from_json(
         doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
     )
-
-
-def _has_raw_surrogates(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from puffin.errors import InvalidFooterError
 
 __all__ = [
     "INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "Footer", "blob_attrs", "blob_json",
-    "footer_from_json", "json_type",
+    "footer_from_json", "footer_json", "json_type",
 ]
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -47,6 +47,14 @@ def blob_json(attrs: Mapping[str, Any]) -> dict[str, Any]:
     if attrs["properties"]:
         out["properties"] = dict(attrs["properties"])
     return out
+
+
+def footer_json(footer: Footer) -> dict[str, Any]:
+    """The JSON document of a footer: its blobs, and its properties unless there are none."""
+    doc: dict[str, Any] = {"blobs": [blob_json(b) for b in footer.blobs]}
+    if footer.properties:
+        doc["properties"] = dict(footer.properties)
+    return doc
 
 
 def footer_from_json(doc: object, *, check_text: bool = True) -> Footer:
