@@ -213,8 +213,8 @@ class LocalSink:
     """A path written atomically: a temporary beside it, synced and put in place at
     :meth:`commit`, removed by :meth:`discard`."""
 
-    def __init__(self, path: str) -> None:
-        self.name: str | None = path
+    def __init__(self, path: str, *, name: str | None = None) -> None:
+        self.name: str | None = path if name is None else name  # what messages call it
         self._staging: Staging | None = Staging(path)
         self._file = os.fdopen(self._staging.fd, "wb")
 

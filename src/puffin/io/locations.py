@@ -153,18 +153,18 @@ def open_sink(target: Any, *, io: Any = None) -> Sink:
         location = target.location
         path = local_path(location) if is_url(location) else location
         if path is not None:  # a local file: the atomic local writer, not create(overwrite)
-            return _local(path, location)
+            return LocalSink(path, name=location)
         return Upload(location, output=target, overwrite=False)
     if isinstance(target, (str, os.PathLike)):
         text = os.fspath(target)
         path = local_path(text) if is_url(text) else text
         if path is not None:
-            return _local(path, text)
+            return LocalSink(path, name=text)
         if io is not None and not callable(getattr(io, "get_fs", None)):
             return Upload(text, output=io.new_output(text))
         fs, fs_path = fsspec_fs(text, io)
         if "file" in protocols(fs):
-            return _local(str(fs_path), text)  # local:// and the like
+            return LocalSink(str(fs_path), name=text)  # local:// and the like
         return Upload(text, fs=fs, path=fs_path)
     if all(callable(getattr(target, m, None)) for m in ("write", "commit", "discard")):
         sink: Sink = target  # already a Sink (puffin.io.base.Sink)
@@ -175,12 +175,6 @@ def open_sink(target: Any, *, io: Any = None) -> Sink:
         "target must be a path or a writable binary file object, got "
         f"{type(target).__name__}"
     )
-
-
-def _local(path: str, name: str) -> LocalSink:
-    sink = LocalSink(path)
-    sink.name = name  # messages name the location as the caller gave it
-    return sink
 
 
 def open_input(io: FileIO, location: str) -> Any:

@@ -64,10 +64,9 @@ def _sketch_partition(types: list[str], lg_k: int) -> _Partition:
 def arrow_sketches(df: DataFrame, types: list[str], lg_k: int) -> list[ThetaSketch]:
     """Sketch every column of ``df`` with our builder on the executors; union on the driver."""
     from puffin.blobs.theta.files import ThetaSketch
-    from puffin.spark.preflight import require_executors, worker_errors
+    from puffin.spark.preflight import python_tasks
 
-    require_executors(df.sparkSession)  # before the first Python task, not in its log
-    with worker_errors():
+    with python_tasks(df.sparkSession):
         rows = df.mapInArrow(_sketch_partition(types, lg_k), "column int, sketch binary").collect()
     parts: list[list[bytes]] = [[] for _ in types]
     for row in rows:

@@ -93,10 +93,9 @@ def _collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]
     here; each payload's CRC and cardinality are checked as it is decoded.
     """
     from puffin.blobs.dv.files import DeletionVector
-    from puffin.spark.preflight import require_executors, worker_errors
+    from puffin.spark.preflight import python_tasks
 
-    require_executors(rows_df.sparkSession)  # before the first Python task, not in its log
-    with worker_errors():
+    with python_tasks(rows_df.sparkSession):
         rows = rows_df.mapInArrow(_dv_partition, _DV_SCHEMA).collect()
     merged: dict[str, tuple[DeletionVector, int]] = {}
     for row in rows:

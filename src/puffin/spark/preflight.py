@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "ExecutorPython", "check_executors", "require_executors", "worker_errors",
+    "ExecutorPython", "check_executors", "python_tasks", "require_executors", "worker_errors",
 ]
 
 # Compiled into a module of its own that nobody can import: cloudpickle then sends the
@@ -113,6 +113,16 @@ _REMEDIES = (
     f"install iceberg-puffin {__version__} on every node, set spark.pyspark.python to a "
     f"Python that has it, or {_SHIP}"
 )
+
+
+@contextlib.contextmanager
+def python_tasks(spark: SparkSession) -> Iterator[None]:
+    """Around a job with Python tasks: the executors checked first (:func:`require_executors`,
+    so a bare node stops the job before it starts), their errors named after
+    (:func:`worker_errors`)."""
+    require_executors(spark)
+    with worker_errors():
+        yield
 
 
 @contextlib.contextmanager

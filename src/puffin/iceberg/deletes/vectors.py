@@ -20,10 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.catalog.catalogs import resolve_snapshot
-from puffin.iceberg.metadata.delete_files import (
-    DeleteIndex,
-    deletion_vector_refs,
-)
+from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.plan import keep_mask, plan_files
 from puffin.io.locations import open_output
 from puffin.version import CREATED_BY
@@ -184,7 +181,7 @@ def read_table_deletion_vectors(
     snapshot = resolve_snapshot(table, snapshot_id)
     index = DeleteIndex(table, snapshot)
     out: dict[str, DeletionVector] = {}
-    for path in dict.fromkeys(r.path for r in deletion_vector_refs(table, snapshot)):
+    for path in index.puffin_files():  # the delete manifests read once, by the index
         out.update(index.vectors(path))
     return out
 

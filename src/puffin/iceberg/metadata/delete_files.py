@@ -170,14 +170,22 @@ class DeleteIndex:
         finally:
             source.close()
 
+    def puffin_files(self) -> list[str]:
+        """The Puffin files holding the snapshot's deletion vectors, in manifest order."""
+        return list(self._refs_by_file())
+
     def _refs_of(self, path: str) -> list[DeletionVectorRef]:
+        return self._refs_by_file().get(path, [])
+
+    def _refs_by_file(self) -> dict[str, list[DeletionVectorRef]]:
+        """The snapshot's vectors by Puffin file, its delete manifests read on first use."""
         with self._lock:
             if self._refs is None:
                 refs: dict[str, list[DeletionVectorRef]] = {}
                 for r in deletion_vector_refs(self._table, self._snapshot):
                     refs.setdefault(r.path, []).append(r)
                 self._refs = refs
-            return self._refs.get(path, [])
+            return self._refs
 
     def _load(self, delete_file: DataFile) -> dict[str, npt.NDArray[np.int64]]:
         from pyiceberg.manifest import FileFormat
