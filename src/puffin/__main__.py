@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from puffin.cli import main
+from puffin.cli import run
 
-raise SystemExit(main())
+run()

@@ -84,6 +84,7 @@ __all__ = [
     "describe_error",
     "exit_status",
     "main",
+    "run",
 ]
 
 EXIT_OK = 0
@@ -213,6 +214,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "json", False) is True and status != EXIT_BROKEN_PIPE:
             _json_error(command, error, status)
         return status
+
+
+def run() -> None:
+    """The ``puffin`` executable: :func:`main`, then exit with its status.
+
+    Once the command has finished (and said what it committed), Ctrl-C or SIGTERM while the
+    interpreter tears down takes the signal's own action: Python's handler would raise the
+    interrupt inside whatever finalizer is running and print it as an ignored traceback.
+    """
+    status = main()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    raise SystemExit(status)
 
 
 def _quiet_pool_logs() -> None:

@@ -74,6 +74,11 @@ except InterruptedAfterCommit as exc:
 except KeyboardInterrupt:
     print("interrupted: nothing was committed", file=sys.stderr)
     sys.exit(130)
+finally:
+    # Its outcome is told: a signal while the interpreter tears down takes its own action
+    # (as the command line's does) instead of surfacing inside a finalizer.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 """
 
 
