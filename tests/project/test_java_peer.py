@@ -47,6 +47,7 @@ from puffin.iceberg import (
     read_table_deletion_vectors,
     read_table_statistics,
     sample_batch,
+    scan_table,
     upgrade_to_v3,
     verify_table,
 )
@@ -76,7 +77,23 @@ def _lineage(java: JavaPeer, table: Table) -> dict[int, tuple[int, int]]:
     sequences = got.column("_last_updated_sequence_number").to_pylist()
     assert None not in row_ids and None not in sequences
     assert len(set(row_ids)) == len(row_ids), "Java sees a row id twice"
-    return {i: (r, s) for i, r, s in zip(ids, row_ids, sequences, strict=True)}
+    lineage = {i: (r, s) for i, r, s in zip(ids, row_ids, sequences, strict=True)}
+    assert _scan_lineage(table) == lineage, "scan_table's row lineage differs from Java's"
+    return lineage
+
+
+def _scan_lineage(table: Table) -> dict[int, tuple[int, int]]:
+    """``{id: (_row_id, _last_updated_sequence_number)}`` as our ``scan_table`` reads them."""
+    got = scan_table(table, selected_fields=("id", *ROW_LINEAGE)).to_arrow()
+    return {
+        i: (r, s)
+        for i, r, s in zip(
+            got.column("id").to_pylist(),
+            got.column("_row_id").to_pylist(),
+            got.column("_last_updated_sequence_number").to_pylist(),
+            strict=True,
+        )
+    }
 
 
 def _stable(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]) -> None:
@@ -198,6 +215,14 @@ def test_java_writes_v3_we_read_and_delete_on_top(tmp_path: Path, java: JavaPeer
     assert table.format_version == 3
     model = _model()
     assert _as_model(read_pyiceberg(table.metadata_location)) == model
+    assert _as_model(scan_table(table).to_arrow()) == model
+    # UPDATE and MERGE wrote rows carrying their _row_id in the data file: ours reads the
+    # stored ids where Java does and inherits the rest as Java does.
+    java_lineage = java.read(table.metadata_location, ["id", *ROW_LINEAGE])
+    assert _scan_lineage(table) == {
+        r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
+        for r in java_lineage.to_pylist()
+    }
     report = verify_table(table)
     assert report.ok, report.problems
     vectors = read_table_deletion_vectors(table)
@@ -207,6 +232,7 @@ def test_java_writes_v3_we_read_and_delete_on_top(tmp_path: Path, java: JavaPeer
     result = delete_rows(table, "k = 1")
     model = {i: r for i, r in model.items() if r["k"] != 1}
     assert _as_model(read_pyiceberg(result.table.metadata_location)) == model
+    assert _as_model(scan_table(result.table).to_arrow()) == model
     assert _as_model(java.sql("SELECT * FROM `default`.db.jw", warehouse=tmp_path)) == model
     assert verify_table(result.table).ok
 

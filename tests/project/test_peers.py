@@ -1,4 +1,5 @@
-"""Independent readers agree on our tables: pyiceberg, iceberg-rust, DuckDB 1.4.4/1.5.5, Sail.
+"""Independent readers agree on our tables: pyiceberg, iceberg-rust, DuckDB 1.4.4/1.5.5, Sail,
+Iceberg Java, and our own ``scan_table``.
 
 Each table is built here (tests/iceberg_fixtures.py writes the v2 position deletes and the
 v3 deletion vectors by hand), and its expected rows are computed without any Iceberg
@@ -37,7 +38,12 @@ from peers import (
     static_table,
 )
 from peers.iceberg_java import JavaPeer
-from puffin.iceberg import create_sample_table, deletion_vector_refs, read_table_deletion_vectors
+from puffin.iceberg import (
+    create_sample_table,
+    deletion_vector_refs,
+    read_table_deletion_vectors,
+    scan_table,
+)
 
 ROWS = 6000
 FILES = 3
@@ -153,7 +159,15 @@ def sail_deleted(sail: SailServer, tables: dict[str, PeerTable]) -> PeerTable:
 
 Reader = Callable[[str], pa.Table]
 
-PEERS = ["pyiceberg", "iceberg-rust", "duckdb-1.4.4", "duckdb-1.5.5", "sail", "iceberg-java"]
+PEERS = [
+    "pyiceberg", "iceberg-rust", "duckdb-1.4.4", "duckdb-1.5.5", "sail", "iceberg-java",
+    "puffin-scan_table",
+]
+
+
+def read_scan_table(metadata: str) -> pa.Table:
+    """Ours: :func:`puffin.iceberg.scan_table`, held to the same model as every peer."""
+    return scan_table(static_table(metadata)).to_arrow()
 TABLES = ["v2-no-deletes", "v2-position-deletes", "v3-one-dv", "v3-three-dvs-one-puffin"]
 
 
@@ -171,6 +185,7 @@ def peer(request: pytest.FixtureRequest) -> tuple[str, Reader]:
         "iceberg-rust": read_iceberg_rust,
         "duckdb-1.4.4": read_duckdb,
         "duckdb-1.5.5": read_duckdb15,
+        "puffin-scan_table": read_scan_table,
     }
     return name, readers[name]
 

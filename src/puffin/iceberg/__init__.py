@@ -70,6 +70,8 @@ _LAZY: dict[str, str] = {
     "read_table_deletion_vectors": "puffin.iceberg.deletes.vectors",
     "read_table_statistics": "puffin.iceberg.statistics.files",
     "sample_batch": "puffin.iceberg.catalog.sample",
+    "scan_table": "puffin.iceberg.scan.table_scan",
+    "TableScan": "puffin.iceberg.scan.table_scan",
     "sample_schema": "puffin.iceberg.catalog.sample",
     "update_table_statistics": "puffin.iceberg.statistics.update",
     "statistics_file_for": "puffin.iceberg.statistics.files",
@@ -107,6 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_table_deletion_vectors,
     )
     from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
+    from puffin.iceberg.scan.table_scan import TableScan, scan_table
     from puffin.iceberg.statistics.compute import (
         SkippedColumnWarning,
         compute_table_statistics,
@@ -145,6 +148,7 @@ __all__ = [
     "TableMetadataError",
     "TableNotFoundError",
     "TableProblem",
+    "TableScan",
     "TableStatistics",
     "UnsupportedTableError",
     "VerifyReport",
@@ -165,6 +169,7 @@ __all__ = [
     "read_table_statistics",
     "sample_batch",
     "sample_schema",
+    "scan_table",
     "statistics_file_for",
     "update_table_statistics",
     "upgrade_to_v3",

@@ -24,6 +24,7 @@ from puffin.cli.output import print_json
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
 from puffin.iceberg.cli.deletes import add_delete_commands
 from puffin.iceberg.cli.maintenance import add_maintenance_commands
+from puffin.iceberg.cli.scan import add_scan_command
 from puffin.iceberg.cli.writes import add_write_commands
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ def register_cli(subparsers: Any) -> None:
     add_delete_commands(groups, _parents, _open_table)
     add_maintenance_commands(groups, _parents, _open_table)
     add_write_commands(groups, _parents, _open_table)
+    add_scan_command(groups, _parents, _open_table)
 
 
 def _add_stats(groups: Any) -> None:

@@ -149,7 +149,7 @@ class DeleteIndex:
 
         parts = []
         for d in delete_files:
-            found = self._load(d).get(data_path)
+            found = self.load(d).get(data_path)
             if found is not None and len(found):
                 parts.append(found)
         if not parts:
@@ -187,7 +187,8 @@ class DeleteIndex:
                 self._refs = refs
             return self._refs
 
-    def _load(self, delete_file: DataFile) -> dict[str, npt.NDArray[np.int64]]:
+    def load(self, delete_file: DataFile) -> dict[str, npt.NDArray[np.int64]]:
+        """``{data file: sorted deleted positions}`` of one delete file, read on first use."""
         from pyiceberg.manifest import FileFormat
 
         path = str(delete_file.file_path)

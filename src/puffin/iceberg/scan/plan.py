@@ -16,10 +16,10 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     from pyiceberg.manifest import DataFile
-    from pyiceberg.table import Table
+    from pyiceberg.table import DataScan, Table
     from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["PlannedFile", "keep_mask", "plan_files"]
+__all__ = ["PlannedFile", "keep_mask", "plan_files", "planned_from_tasks"]
 
 
 @dataclass
@@ -40,15 +40,23 @@ class PlannedFile:
 
 def plan_files(table: Table, snapshot: Snapshot) -> list[PlannedFile]:
     """pyiceberg's plan of the snapshot: data files with the deletes that apply to each."""
+    return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id))
+
+
+def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
+    """The files pyiceberg's ``scan`` plans (pruned by its filter), sorted by path;
+    :class:`UnsupportedTableError` naming the file for an equality delete."""
     from pyiceberg.manifest import DataFileContent
 
     try:
-        tasks = list(table.scan(snapshot_id=snapshot.snapshot_id).plan_files())
+        tasks = list(scan.plan_files())
     except ValueError as exc:
         if "equality delete" in str(exc).lower():
+            named = ", ".join(_equality_delete_files(scan)[:3]) or "(not found)"
             raise UnsupportedTableError(
-                "the snapshot has equality delete files, which neither pyiceberg nor this "
-                "library applies; compute statistics on Spark or after compaction"
+                f"the snapshot has equality delete files ({named}), which neither "
+                "pyiceberg nor this library applies; read or compute statistics on Spark, "
+                "or after a compaction that applies them"
             ) from exc
         raise
     planned = []
@@ -63,6 +71,24 @@ def plan_files(table: Table, snapshot: Snapshot) -> list[PlannedFile]:
         planned.append(PlannedFile(task.file, deletes))
     planned.sort(key=lambda p: p.path)
     return planned
+
+
+def _equality_delete_files(scan: DataScan) -> list[str]:
+    """The equality delete files of the scan's snapshot, for the error that refuses them."""
+    from pyiceberg.manifest import DataFileContent, ManifestContent
+
+    from puffin.iceberg.metadata.manifests import read_manifest_entries
+
+    snapshot = scan.snapshot()
+    if snapshot is None:
+        return []
+    return [
+        str(e.data_file.file_path)
+        for m in snapshot.manifests(scan.io)
+        if m.content == ManifestContent.DELETES
+        for e in read_manifest_entries(scan.io, m)
+        if e.data_file.content == DataFileContent.EQUALITY_DELETES
+    ]
 
 
 def keep_mask(
