@@ -70,7 +70,8 @@ def _run(args: argparse.Namespace, table: Any) -> int:
 
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, got {args.limit}")
-    if args.output is None and args.format == "parquet" and _is_terminal(sys.stdout):
+    binary_out = getattr(sys.stdout, "buffer", None) is not None and not _is_terminal(sys.stdout)
+    if args.output is None and args.format == "parquet" and not binary_out:
         raise UsageError("refusing to write Parquet to a terminal: pass --output FILE")
     if args.output is not None:
         require_output(args.output)
@@ -82,8 +83,11 @@ def _run(args: argparse.Namespace, table: Any) -> int:
     write = {"csv": _write_csv, "json": _write_json, "parquet": _write_parquet}[args.format]
     if args.output is None:
         sys.stdout.flush()
-        write(reader, sys.stdout.buffer)
-        sys.stdout.buffer.flush()
+        out = getattr(sys.stdout, "buffer", None)
+        write(reader, out if out is not None else _TextOut(sys.stdout))
+        sys.stdout.flush()
+        if out is not None:
+            out.flush()
         return 0
     from puffin.io.local import LocalSink
 
@@ -101,6 +105,28 @@ def _is_terminal(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
+
+
+class _TextOut:
+    """A text stream (stdout replaced by a program embedding the CLI) as a binary one."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self._written, self.closed = stream, 0, False
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._stream.write(bytes(view).decode())
+        self._written += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._written
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class _SinkFile:

@@ -2,15 +2,13 @@
 this library: :func:`scan_table`.
 
 pyiceberg plans the scan (partition and metrics pruning, the snapshot's schema) and
-decodes each data file (schema evolution, partition values, type promotion) exactly as its
+shapes each data file's rows (schema evolution, partition values, type promotion) as its
 own ``DataScan`` does. What differs is the deletes: pyiceberg 0.12 reads a whole Puffin file
 with a pure-Python decoder and, for every batch of a file with deletes, computes a set
 difference against all of that file's deleted positions. Here each delete file is read once
-(a deletion vector by its manifest range: :class:`~puffin.iceberg.metadata.delete_files.
-DeleteIndex`), and a batch's deleted rows become a boolean mask from a binary search of the sorted
-positions (:func:`~puffin.iceberg.scan.plan.keep_mask`). A file without deletes is read as
-pyiceberg reads it, the row filter pushed down into the Parquet scan; one with deletes is
-read whole, masked, then filtered.
+(a deletion vector by its manifest range: ``DeleteIndex``), and a batch's deleted rows
+become a boolean mask from a binary search of the sorted positions (``keep_mask``); how each
+file is read is in :mod:`puffin.iceberg.scan.rows`.
 
 Row lineage (v3): ``"_row_id"`` and ``"_last_updated_sequence_number"`` in
 ``selected_fields`` add those columns (:mod:`puffin.iceberg.scan.lineage`), which
@@ -21,12 +19,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from puffin.errors import ColumnNotFoundError, UsageError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
-from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, file_lineage, lineage_column
-from puffin.iceberg.scan.plan import PlannedFile, keep_mask, planned_from_tasks
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
+from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
+from puffin.iceberg.scan.rows import RowReader
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,9 +35,6 @@ if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
 
 __all__ = ["TableScan", "scan_table"]
-
-_POS = "__puffin_pos"
-
 
 def scan_table(
     table: Table,
@@ -170,16 +166,22 @@ class TableScan:
         )
 
     def _batches(self, progress: bool | None) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
         from puffin.support.progress import Progress
 
         planned = self.plan_files()
         reader = self._reader()
+        pool = pa.default_memory_pool()
         with Progress(self.planned_rows(), label="scan ", enabled=progress, transient=True) as bar:
             for i, p in enumerate(planned, 1):
                 yield from reader.file_batches(p)
                 bar.update(p.record_count, note=f"file {i}/{len(planned)}")
+                # Arrow's allocator keeps freed pages; between files they go back to the
+                # system, or a long stream's RSS creeps up by a row group at a time.
+                pool.release_unused()
 
-    def _reader(self) -> _FileReader:
+    def _reader(self) -> RowReader:
         from pyiceberg.utils.concurrent import ExecutorFactory
 
         planned = self.plan_files()
@@ -188,112 +190,10 @@ class TableScan:
         unique = {str(d.file_path): d for p in planned for d in p.delete_files}
         list(ExecutorFactory.get_or_create().map(deletes.load, unique.values()))
         lineage = file_lineage(self.table, self.snapshot) if self.lineage and self.snapshot else {}
-        return _FileReader(self, deletes, lineage)
-
-
-class _FileReader:
-    """Reads one planned data file's rows, deletes applied, as pyiceberg's reader does."""
-
-    def __init__(self, scan: TableScan, deletes: DeleteIndex, lineage: dict[str, FileLineage]):
-        from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.expressions.visitors import bind, extract_field_ids
-        from pyiceberg.io.pyarrow import ArrowScan, expression_to_pyarrow
-        from pyiceberg.schema import Schema, prune_columns
-        from pyiceberg.types import LongType, NestedField
-
-        table = scan.table
-        self.scan, self.deletes, self.lineage = scan, deletes, lineage
-        self.arrow = ArrowScan(
-            table.metadata, table.io, scan.projection, scan.row_filter, scan._scan.case_sensitive
+        return RowReader(
+            self.table, self.projection, self.row_filter, self._scan.case_sensitive, deletes,
+            self.lineage, lineage,
         )
-        # Files with deletes or lineage are read unfiltered with the filter's columns too,
-        # then masked and filtered here.
-        filter_ids = extract_field_ids(self.arrow._bound_row_filter)
-        ids = scan.projection.field_ids | filter_ids
-        self.widened = not filter_ids <= scan.projection.field_ids
-        base = prune_columns(table.metadata.schema(), ids, select_full_types=False) if (
-            self.widened
-        ) else scan.projection
-        extra = [
-            NestedField(LINEAGE_COLUMNS[n], n, LongType(), required=False) for n in scan.lineage
-        ]
-        self.base_schema = base
-        self.read_schema = Schema(*base.fields, *extra)
-        self.read_ids = self.arrow._projected_field_ids | ids | {f.field_id for f in extra}
-        self.filter: Any = None
-        if self.arrow._bound_row_filter != AlwaysTrue():
-            sensitive = scan._scan.case_sensitive
-            bound = bind(self.read_schema, scan.row_filter, case_sensitive=sensitive)
-            self.filter = expression_to_pyarrow(bound, self.read_schema)
-
-    def file_batches(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
-        """``planned``'s live rows matching the filter, in file order."""
-        positions = self.deletes.positions(planned.path, planned.delete_files)
-        if positions is None and not self.scan.lineage:
-            yield from self._read(planned, pushdown=True)
-            return
-        import numpy as np
-
-        offset = 0
-        for batch in self._read(planned, pushdown=False):
-            count = batch.num_rows
-            pos = np.arange(offset, offset + count, dtype=np.int64)
-            mask = keep_mask(positions, offset, count)
-            offset += count
-            if mask is not None:
-                batch, pos = batch.filter(mask), pos[mask]
-            if self.filter is not None:
-                batch, pos = self._filtered(batch, pos)
-            if batch.num_rows:
-                yield self._finish(planned, batch, pos)
-
-    def _read(self, planned: PlannedFile, *, pushdown: bool) -> Iterator[pa.RecordBatch]:
-        from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io.pyarrow import _task_to_record_batches
-        from pyiceberg.table import FileScanTask
-
-        metadata = self.scan.table.metadata
-        return _task_to_record_batches(
-            self.scan.table.io,
-            FileScanTask(planned.data_file),
-            self.arrow._bound_row_filter if pushdown else AlwaysTrue(),
-            self.scan.projection if pushdown else self.read_schema,
-            metadata.schema(),
-            self.arrow._projected_field_ids if pushdown else self.read_ids,
-            None,
-            self.scan._scan.case_sensitive,
-            metadata.name_mapping(),
-            metadata.specs().get(planned.data_file.spec_id),
-            metadata.format_version,
-            self.arrow._downcast_ns_timestamp_to_us,
-        )
-
-    def _filtered(self, batch: pa.RecordBatch, pos: Any) -> tuple[pa.RecordBatch, Any]:
-        import pyarrow as pa
-
-        table = pa.Table.from_batches([batch.append_column(_POS, pa.array(pos))])
-        table = table.filter(self.filter).combine_chunks()
-        kept = table.column(_POS).to_numpy()
-        table = table.drop_columns([_POS])
-        out = table.to_batches()
-        return (out[0] if out else batch.slice(0, 0)), kept
-
-    def _finish(self, planned: PlannedFile, batch: pa.RecordBatch, pos: Any) -> pa.RecordBatch:
-        """The batch with exactly the projected columns, then the lineage columns."""
-        import pyarrow as pa
-        from pyiceberg.io.pyarrow import _to_requested_schema
-
-        lineage = [(n, batch.column(n)) for n in self.scan.lineage]
-        if lineage:
-            batch = batch.drop_columns(self.scan.lineage)
-        if self.widened:
-            batch = _to_requested_schema(self.scan.projection, self.base_schema, batch)
-        if not lineage:
-            return batch
-        inherit = self.lineage.get(planned.path, FileLineage(None, None))
-        columns = [*batch.columns, *(lineage_column(n, a, pos, inherit) for n, a in lineage)]
-        names = [*batch.schema.names, *self.scan.lineage]
-        return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _has(table: Table, name: str) -> bool:

@@ -1,0 +1,206 @@
+"""One data file's live rows, shaped as pyiceberg's reader shapes them, deletes applied here.
+
+The shaping is pyiceberg's own (the file's schema by field id or name mapping, pruning,
+partition values for identity columns a file lacks, type promotion and timestamp units:
+``pyarrow_to_schema``, ``prune_columns``, ``_to_requested_schema``), and so is the filter
+(translated to the file's column names, then to an Arrow expression). The reading is not:
+
+* a file with deletes or row lineage is read with ``ParquetFile.iter_batches`` in batches of
+  :data:`BATCH_ROWS`, each batch masked by :func:`~puffin.iceberg.scan.plan.keep_mask`
+  (a binary search of the file's sorted deleted positions), then filtered, so memory stays
+  about one row group (pyarrow's dataset scanner, which pyiceberg uses, reads ahead);
+* a file with neither but a filter is read by pyiceberg's ``_task_to_record_batches`` with
+  the filter pushed down, so row groups whose statistics exclude it are skipped;
+* a file with neither and no filter takes the first path with no mask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from puffin.iceberg.metadata.delete_files import DeleteIndex
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
+from puffin.iceberg.scan.plan import PlannedFile, keep_mask
+from puffin.io.locations import local_path
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+
+__all__ = ["BATCH_ROWS", "RowReader"]
+
+#: Rows decoded at a time: on the 10 M-row benchmark table, 64 K-row batches kept the
+#: stream's peak RSS growth near one row group at the speed of larger ones.
+BATCH_ROWS = 64 * 1024
+_POS = "__puffin_pos"
+
+
+class RowReader:
+    """Reads planned data files of ``table``: ``projection`` (plus the ``lineage`` columns
+    named) of the rows ``row_filter`` (unbound) matches, deletes from ``deletes`` applied."""
+
+    def __init__(
+        self,
+        table: Table,
+        projection: Schema,
+        row_filter: BooleanExpression,
+        case_sensitive: bool,
+        deletes: DeleteIndex,
+        lineage: list[str],
+        inherited: dict[str, FileLineage],
+    ) -> None:
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan
+        from pyiceberg.schema import Schema
+        from pyiceberg.types import LongType, NestedField
+
+        self.table, self.deletes = table, deletes
+        self.lineage, self.inherited = lineage, inherited
+        self.projection, self.case_sensitive = projection, case_sensitive
+        self.arrow = ArrowScan(table.metadata, table.io, projection, row_filter, case_sensitive)
+        self.bound = self.arrow._bound_row_filter
+        self.filtered = self.bound != AlwaysTrue()
+        extra = [NestedField(LINEAGE_COLUMNS[n], n, LongType(), required=False) for n in lineage]
+        self.read_schema = Schema(*projection.fields, *extra)
+        self.read_ids = self.arrow._projected_field_ids | {f.field_id for f in extra}
+
+    def file_batches(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
+        """``planned``'s live rows matching the filter, in file order."""
+        positions = self.deletes.positions(planned.path, planned.delete_files)
+        if positions is None and not self.lineage and self.filtered:
+            yield from self._pushed_down(planned)
+        else:
+            yield from self._masked(planned, positions)
+
+    def _pushed_down(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
+        from pyiceberg.io.pyarrow import _task_to_record_batches
+        from pyiceberg.table import FileScanTask
+
+        metadata = self.table.metadata
+        yield from _task_to_record_batches(
+            self.table.io,
+            FileScanTask(planned.data_file),
+            self.bound,
+            self.projection,
+            metadata.schema(),
+            self.arrow._projected_field_ids,
+            None,
+            self.case_sensitive,
+            metadata.name_mapping(),
+            metadata.specs().get(planned.data_file.spec_id),
+            metadata.format_version,
+            self.arrow._downcast_ns_timestamp_to_us,
+        )
+
+    def _masked(self, planned: PlannedFile, positions: Any) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyiceberg.io.pyarrow import _to_requested_schema
+
+        local = local_path(planned.path)
+        remote = local is None
+        io = self.table.io
+        source = pa.OSFile(local, "r") if local is not None else io.new_input(planned.path).open()
+        with source as f:
+            # Remote stores: one coalesced read per row group instead of a request per page.
+            parquet = pq.ParquetFile(f, pre_buffer=remote, buffer_size=8 << 20)
+            shape = _FileShape(self, planned, parquet.schema_arrow)
+            offset = 0
+            batches = parquet.iter_batches(BATCH_ROWS, columns=shape.columns, use_threads=True)
+            for batch in batches:
+                count = batch.num_rows
+                pos = np.arange(offset, offset + count, dtype=np.int64) if self.lineage else None
+                mask = keep_mask(positions, offset, count)
+                offset += count
+                if mask is not None:
+                    batch = batch.filter(mask)
+                    pos = None if pos is None else pos[mask]
+                if shape.filter is not None:
+                    batch, pos = _filtered(batch, pos, shape.filter)
+                if not batch.num_rows:
+                    continue
+                batch = _to_requested_schema(
+                    self.read_schema,
+                    shape.file_schema,
+                    batch,
+                    downcast_ns_timestamp_to_us=shape.downcast,
+                    projected_missing_fields=shape.missing,
+                    allow_timestamp_tz_mismatch=True,
+                )
+                yield self._with_lineage(planned, batch, pos) if self.lineage else batch
+
+    def _with_lineage(
+        self, planned: PlannedFile, batch: pa.RecordBatch, pos: Any
+    ) -> pa.RecordBatch:
+        """The lineage columns filled in: stored values, else inherited ones (Java's rules)."""
+        import pyarrow as pa
+
+        inherit = self.inherited.get(planned.path, FileLineage(None, None))
+        stored = [batch.column(n) for n in self.lineage]
+        kept = batch.drop_columns(self.lineage)
+        filled = [
+            lineage_column(n, s, pos, inherit) for n, s in zip(self.lineage, stored, strict=True)
+        ]
+        columns = [*kept.columns, *filled]
+        return pa.RecordBatch.from_arrays(columns, names=[*kept.schema.names, *self.lineage])
+
+
+class _FileShape:
+    """How one file's columns map to the scan's: pyiceberg's file schema, the columns to
+    read, identity-partition values it lacks, and the filter in its column names."""
+
+    def __init__(self, reader: RowReader, planned: PlannedFile, arrow_schema: pa.Schema) -> None:
+        from pyiceberg.expressions.visitors import bind, translate_column_names
+        from pyiceberg.io.pyarrow import (
+            _get_column_projection_values,
+            expression_to_pyarrow,
+            pyarrow_to_schema,
+        )
+        from pyiceberg.schema import prune_columns
+
+        metadata = reader.table.metadata
+        configured = reader.arrow._downcast_ns_timestamp_to_us
+        # As pyiceberg: nanoseconds are cut to microseconds on v1/v2 unless configured.
+        self.downcast = configured if configured is not None else metadata.format_version <= 2
+        schema = pyarrow_to_schema(
+            arrow_schema,
+            metadata.name_mapping(),
+            downcast_ns_timestamp_to_us=self.downcast,
+            format_version=metadata.format_version,
+        )
+        self.missing = _get_column_projection_values(
+            planned.data_file,
+            reader.read_schema,
+            metadata.schema(),
+            metadata.specs().get(planned.data_file.spec_id),
+            schema.field_ids,
+        )
+        self.filter: Any = None
+        if reader.filtered:
+            sensitive = reader.case_sensitive
+            translated = translate_column_names(
+                reader.bound, schema, case_sensitive=sensitive, projected_field_values=self.missing
+            )
+            self.filter = expression_to_pyarrow(
+                bind(schema, translated, case_sensitive=sensitive), schema
+            )
+        self.file_schema = prune_columns(schema, reader.read_ids, select_full_types=False)
+        self.columns = [c.name for c in self.file_schema.columns]
+
+
+def _filtered(batch: pa.RecordBatch, pos: Any, expression: Any) -> tuple[pa.RecordBatch, Any]:
+    """The rows of ``batch`` (and their positions, if tracked) that ``expression`` keeps."""
+    import pyarrow as pa
+
+    if pos is not None:
+        batch = batch.append_column(_POS, pa.array(pos))
+    table = pa.Table.from_batches([batch]).filter(expression).combine_chunks()
+    if pos is not None:
+        pos = table.column(_POS).to_numpy()
+        table = table.drop_columns([_POS])
+    out = table.to_batches()
+    return (out[0] if out else batch.slice(0, 0)), pos
