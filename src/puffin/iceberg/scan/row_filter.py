@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["bind_where", "check_where", "matching_by_file", "matching_positions"]
+__all__ = [
+    "bind_where",
+    "check_where",
+    "filter_for_file",
+    "matching_by_file",
+    "matching_positions",
+    "rows_matching",
+]
 
 
 def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpression:
@@ -176,15 +183,9 @@ def matching_positions(
 ) -> npt.NDArray[np.int64]:
     """Row positions of one data file that ``bound`` matches, deleted or not, sorted."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.dataset as ds
     from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
-    from pyiceberg.expressions.visitors import bind, extract_field_ids, translate_column_names
-    from pyiceberg.io.pyarrow import (
-        _get_column_projection_values,
-        expression_to_pyarrow,
-        pyarrow_to_schema,
-    )
+    from pyiceberg.io.pyarrow import _get_column_projection_values, pyarrow_to_schema
     from pyiceberg.manifest import FileFormat
 
     df = planned.data_file
@@ -203,23 +204,43 @@ def matching_positions(
         missing = _get_column_projection_values(
             df, schema, schema, table.specs().get(df.spec_id), file_schema.field_ids
         )
-        translated = translate_column_names(
-            bound, file_schema, case_sensitive=True, projected_field_values=missing
-        )
-        file_schema = _uuid_as_fixed(file_schema)
-        file_bound = bind(file_schema, translated, True)
-        file_filter = expression_to_pyarrow(file_bound, file_schema)
-        columns = sorted(
-            {
-                str(file_schema.find_column_name(i)).split(".")[0]
-                for i in extract_field_ids(file_bound)
-            }
-        )
+        file_filter, columns = filter_for_file(bound, file_schema, missing)
         data = fragment.to_table(schema=fragment.physical_schema, columns=columns)
+    return np.sort(rows_matching(data, file_filter))
+
+
+def filter_for_file(
+    bound: BooleanExpression, file_schema: Any, missing: dict[int, Any], case_sensitive: bool = True
+) -> tuple[Any, list[str]]:
+    """``bound`` (on the table's schema) as an Arrow expression over one data file's columns
+    (pyiceberg's ``file_schema`` of it; ``missing``: identity-partition values the file lacks),
+    and the file's top-level columns it reads. Evaluate it with :func:`rows_matching`."""
+    from pyiceberg.expressions.visitors import bind, extract_field_ids, translate_column_names
+    from pyiceberg.io.pyarrow import expression_to_pyarrow
+
+    translated = translate_column_names(
+        bound, file_schema, case_sensitive=case_sensitive, projected_field_values=missing
+    )
+    file_schema = _uuid_as_fixed(file_schema)
+    file_bound = bind(file_schema, translated, case_sensitive)
+    columns = sorted(
+        {str(file_schema.find_column_name(i)).split(".")[0] for i in extract_field_ids(file_bound)}
+    )
+    return expression_to_pyarrow(file_bound, file_schema), columns
+
+
+def rows_matching(data: Any, file_filter: Any) -> npt.NDArray[np.int64]:
+    """Indices of the rows of ``data`` (an Arrow table or batch of the file's columns) that
+    ``file_filter`` (from :func:`filter_for_file`) matches, in order."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
     data = _uuid_storage(data)
     data = data.append_column("__pos", pa.array(np.arange(data.num_rows, dtype=np.int64)))
-    matched = data.filter(file_filter).column("__pos").to_numpy()
-    return np.sort(matched.astype(np.int64, copy=False))
+    matched: npt.NDArray[np.int64] = data.filter(file_filter).column("__pos").to_numpy()
+    return matched
 
 
 def _uuid_as_fixed(schema: Any) -> Any:

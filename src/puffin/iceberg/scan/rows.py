@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
+from puffin.iceberg.scan.row_filter import filter_for_file, rows_matching
 from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
@@ -30,12 +31,14 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
-__all__ = ["BATCH_ROWS", "RowReader"]
+__all__ = ["BATCH_ROWS", "TABLE_BATCH_ROWS", "RowReader"]
 
-#: Rows decoded at a time: on the 10 M-row benchmark table, 64 K-row batches kept the
-#: stream's peak RSS growth near one row group at the speed of larger ones.
+#: Rows decoded at a time when streaming: on the 10 M-row benchmark table 64 K-row batches
+#: kept the stream's peak RSS growth near one row group (pyarrow's dataset scanner, with its
+#: 128 K-row batches and read-ahead, 2.7 to 4.3 row groups).
 BATCH_ROWS = 64 * 1024
-_POS = "__puffin_pos"
+#: Rows decoded at a time into one table (``to_arrow``): fewer, larger batches are faster.
+TABLE_BATCH_ROWS = 256 * 1024
 
 
 class RowReader:
@@ -51,18 +54,22 @@ class RowReader:
         deletes: DeleteIndex,
         lineage: list[str],
         inherited: dict[str, FileLineage],
+        batch_rows: int = BATCH_ROWS,
     ) -> None:
         from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io.pyarrow import ArrowScan
         from pyiceberg.schema import Schema
         from pyiceberg.types import LongType, NestedField
 
-        self.table, self.deletes = table, deletes
+        self.table, self.deletes, self.batch_rows = table, deletes, batch_rows
         self.lineage, self.inherited = lineage, inherited
         self.projection, self.case_sensitive = projection, case_sensitive
         self.arrow = ArrowScan(table.metadata, table.io, projection, row_filter, case_sensitive)
         self.bound = self.arrow._bound_row_filter
         self.filtered = self.bound != AlwaysTrue()
+        # pyiceberg's reader cannot compare uuid columns (Arrow has no kernel for its uuid
+        # type); ours compares their 16 bytes.
+        self.pushdown = self.filtered and not _on_uuid(table.metadata.schema(), self.bound)
         extra = [NestedField(LINEAGE_COLUMNS[n], n, LongType(), required=False) for n in lineage]
         self.read_schema = Schema(*projection.fields, *extra)
         self.read_ids = self.arrow._projected_field_ids | {f.field_id for f in extra}
@@ -70,7 +77,7 @@ class RowReader:
     def file_batches(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
         """``planned``'s live rows matching the filter, in file order."""
         positions = self.deletes.positions(planned.path, planned.delete_files)
-        if positions is None and not self.lineage and self.filtered:
+        if positions is None and not self.lineage and self.pushdown:
             yield from self._pushed_down(planned)
         else:
             yield from self._masked(planned, positions)
@@ -110,7 +117,7 @@ class RowReader:
             parquet = pq.ParquetFile(f, pre_buffer=remote, buffer_size=8 << 20)
             shape = _FileShape(self, planned, parquet.schema_arrow)
             offset = 0
-            batches = parquet.iter_batches(BATCH_ROWS, columns=shape.columns, use_threads=True)
+            batches = parquet.iter_batches(self.batch_rows, columns=shape.columns, use_threads=True)
             for batch in batches:
                 count = batch.num_rows
                 pos = np.arange(offset, offset + count, dtype=np.int64) if self.lineage else None
@@ -154,12 +161,7 @@ class _FileShape:
     read, identity-partition values it lacks, and the filter in its column names."""
 
     def __init__(self, reader: RowReader, planned: PlannedFile, arrow_schema: pa.Schema) -> None:
-        from pyiceberg.expressions.visitors import bind, translate_column_names
-        from pyiceberg.io.pyarrow import (
-            _get_column_projection_values,
-            expression_to_pyarrow,
-            pyarrow_to_schema,
-        )
+        from pyiceberg.io.pyarrow import _get_column_projection_values, pyarrow_to_schema
         from pyiceberg.schema import prune_columns
 
         metadata = reader.table.metadata
@@ -181,26 +183,22 @@ class _FileShape:
         )
         self.filter: Any = None
         if reader.filtered:
-            sensitive = reader.case_sensitive
-            translated = translate_column_names(
-                reader.bound, schema, case_sensitive=sensitive, projected_field_values=self.missing
-            )
-            self.filter = expression_to_pyarrow(
-                bind(schema, translated, case_sensitive=sensitive), schema
-            )
+            self.filter = filter_for_file(
+                reader.bound, schema, self.missing, reader.case_sensitive
+            )[0]
         self.file_schema = prune_columns(schema, reader.read_ids, select_full_types=False)
         self.columns = [c.name for c in self.file_schema.columns]
 
 
 def _filtered(batch: pa.RecordBatch, pos: Any, expression: Any) -> tuple[pa.RecordBatch, Any]:
     """The rows of ``batch`` (and their positions, if tracked) that ``expression`` keeps."""
-    import pyarrow as pa
+    kept = rows_matching(batch, expression)
+    return batch.take(kept), None if pos is None else pos[kept]
 
-    if pos is not None:
-        batch = batch.append_column(_POS, pa.array(pos))
-    table = pa.Table.from_batches([batch]).filter(expression).combine_chunks()
-    if pos is not None:
-        pos = table.column(_POS).to_numpy()
-        table = table.drop_columns([_POS])
-    out = table.to_batches()
-    return (out[0] if out else batch.slice(0, 0)), pos
+
+def _on_uuid(schema: Schema, bound: BooleanExpression) -> bool:
+    """Whether ``bound`` reads a uuid column."""
+    from pyiceberg.expressions.visitors import extract_field_ids
+    from pyiceberg.types import UUIDType
+
+    return any(isinstance(schema.find_type(i), UUIDType) for i in extract_field_ids(bound))

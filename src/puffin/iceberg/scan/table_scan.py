@@ -25,7 +25,7 @@ from puffin.errors import ColumnNotFoundError, UsageError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
 from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
-from puffin.iceberg.scan.rows import RowReader
+from puffin.iceberg.scan.rows import BATCH_ROWS, TABLE_BATCH_ROWS, RowReader
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -152,12 +152,13 @@ class TableScan:
         from pyiceberg.utils.concurrent import ExecutorFactory
 
         schema = self.schema
-        if self.limit is not None:
-            return self.to_arrow_batch_reader().read_all()
-        reader = self._reader()
-        executor = ExecutorFactory.get_or_create()
-        parts = executor.map(lambda p: list(reader.file_batches(p)), self.plan_files())
-        batches = list(itertools.chain.from_iterable(parts))
+        if self.limit is not None:  # one file after another, until the limit
+            batches = list(_limited(self._batches(False), self.limit))
+        else:
+            reader = self._reader(TABLE_BATCH_ROWS)
+            executor = ExecutorFactory.get_or_create()
+            parts = executor.map(lambda p: list(reader.file_batches(p)), self.plan_files())
+            batches = list(itertools.chain.from_iterable(parts))
         if not batches:
             return schema.empty_table()
         # As pyiceberg's to_arrow: each file's own string and binary widths, unified.
@@ -181,7 +182,7 @@ class TableScan:
                 # system, or a long stream's RSS creeps up by a row group at a time.
                 pool.release_unused()
 
-    def _reader(self) -> RowReader:
+    def _reader(self, batch_rows: int = BATCH_ROWS) -> RowReader:
         from pyiceberg.utils.concurrent import ExecutorFactory
 
         planned = self.plan_files()
@@ -192,7 +193,7 @@ class TableScan:
         lineage = file_lineage(self.table, self.snapshot) if self.lineage and self.snapshot else {}
         return RowReader(
             self.table, self.projection, self.row_filter, self._scan.case_sensitive, deletes,
-            self.lineage, lineage,
+            self.lineage, lineage, batch_rows,
         )
 
 
