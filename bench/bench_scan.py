@@ -8,7 +8,7 @@ amount double uniform in [0, 1000), name string), upgraded to v3, in three state
 * ``fifty``: 50 commits of ``amount`` in ``[i, i + 1)``, i = 0..49 (5 %; each commit merges
   the vectors before it, so one DV file is live).
 
-For each state, one process, medians of ``--runs``: pyiceberg 0.12's
+For each state, one process, medians of ``--runs`` (the readers taking turns): pyiceberg 0.12's
 ``table.scan().to_arrow()``, ours ``scan_table(table).to_arrow()``, DuckDB 1.4.4's
 ``iceberg_scan`` read to Arrow and its ``count(*)``, and each scan's row count checked
 against the model (rows minus the rows the filters select, counted with pyarrow on the data
@@ -73,15 +73,20 @@ print(json.dumps({"rows": rows, "base_kib": base, "peak_kib": hwm_kib()}))
 """
 
 
-def _time(fn: Callable[[], int], runs: int, expected: int) -> float:
-    times = []
+def _interleaved(
+    readers: dict[str, Callable[[], int]], runs: int, expected: int
+) -> dict[str, float]:
+    """Median seconds of each reader, the readers taking turns in every run (so a busy
+    moment of the machine falls on all of them), each row count checked."""
+    times: dict[str, list[float]] = {name: [] for name in readers}
     for _ in range(runs):
-        start = time.perf_counter()
-        rows = fn()
-        times.append(time.perf_counter() - start)
-        if rows != expected:
-            raise SystemExit(f"wrong row count: {rows} (model: {expected})")
-    return float(statistics.median(times))
+        for name, read in readers.items():
+            start = time.perf_counter()
+            rows = read()
+            times[name].append(time.perf_counter() - start)
+            if rows != expected:
+                raise SystemExit(f"{name}: wrong row count {rows} (model: {expected})")
+    return {name: float(statistics.median(t)) for name, t in times.items()}
 
 
 def _deleted(paths: list[str], bound: int) -> int:
@@ -140,12 +145,16 @@ def main(argv: list[str] | None = None) -> int:
                 table = delete_rows(table, where).table
             expected = args.rows - _deleted(paths, bound)
             read, count = _duckdb(table.metadata_location)
-            figures = {
-                "pyiceberg": _time(lambda t=table: t.scan().to_arrow().num_rows, runs, expected),
-                "ours": _time(lambda t=table: scan_table(t).to_arrow().num_rows, runs, expected),
-                "duckdb read": _time(read, runs, expected),
-                "duckdb count": _time(count, runs, expected),
-            }
+            figures = _interleaved(
+                {
+                    "pyiceberg": lambda t=table: t.scan().to_arrow().num_rows,
+                    "ours": lambda t=table: scan_table(t).to_arrow().num_rows,
+                    "duckdb read": read,
+                    "duckdb count": count,
+                },
+                runs,
+                expected,
+            )
             stream = _streaming(folder, f"bench.{state}")
             if stream["rows"] != expected:
                 raise SystemExit(f"streaming read {stream['rows']} rows (model: {expected})")

@@ -12,7 +12,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,14 +113,13 @@ def test_the_command_line_exits_1_naming_the_lock(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "puffin", "table", "delete", "db.t"]
     command += ["--warehouse", str(tmp_path), "--where", "category = 3"]
     with _holder(tmp_path / "catalog.db", "BEGIN IMMEDIATE"):
-        start = time.monotonic()
+        # The lock is held for good: only the busy timeout can end the command (a hang
+        # fails by this timeout).
         proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
-        took = time.monotonic() - start
     assert proc.returncode == 1, proc.stderr
     assert "puffin table delete: error:" in proc.stderr
     assert "locked by another process" in proc.stderr
     assert "internal error" not in proc.stderr
-    assert took < 30
     assert _files(tmp_path) == before
 
 

@@ -135,13 +135,14 @@ class RowReader:
         """The rows of ``batch`` (rows ``offset ..`` of the file) that are live and match,
         in the scan's shape; None if there are none."""
         import numpy as np
+        import pyarrow as pa
         from pyiceberg.io.pyarrow import _to_requested_schema
 
         count = batch.num_rows
         pos = np.arange(offset, offset + count, dtype=np.int64) if self.lineage else None
         mask = keep_mask(positions, offset, count)
         if mask is not None:
-            batch = batch.filter(mask)
+            batch = batch.filter(pa.array(mask))  # an Arrow mask filters faster than NumPy's
             pos = None if pos is None else pos[mask]
         if shape.filter is not None:
             batch, pos = _filtered(batch, pos, shape.filter)
