@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -78,3 +79,56 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for name in sorted(needs):
             if item.get_closest_marker(name) is None:
                 item.add_marker(name)
+
+
+# Under `make test` (PUFFIN_REQUIRE_PEERS=1) nothing is skipped silently: a skip whose reason
+# docs/testing.md does not list under "Skips" fails the run, as does a skipped module.
+_DOCS = TESTDATA.parent / "docs" / "testing.md"
+
+
+def _allowed_skips() -> list[str]:
+    """The reasons docs/testing.md's "Skips" table allows (its first column, in backticks)."""
+    text = _DOCS.read_text(encoding="utf-8") if _DOCS.is_file() else ""
+    if "\n## Skips\n" not in text:
+        return []
+    section = text.split("\n## Skips\n", 1)[1].split("\n## ", 1)[0]
+    return [
+        line.split("`")[1]
+        for line in section.splitlines()
+        if line.startswith("| `") and line.count("`") >= 2
+    ]
+
+
+def _skip_reason(report: pytest.CollectReport | pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+def _forbid_silent_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if os.environ.get("PUFFIN_REQUIRE_PEERS") != "1" or not report.skipped:
+        return
+    if hasattr(report, "wasxfail"):
+        return  # an xfail: strict by configuration (xfail_strict), listed in docs/testing.md
+    reason = _skip_reason(report)
+    if any(allowed in reason for allowed in _allowed_skips()):
+        return
+    report.outcome = "failed"
+    report.longrepr = (
+        f"skipped under make test: {reason}\n"
+        "make test runs everything: make the skip impossible here, or list its reason in "
+        "docs/testing.md ('Skips') with why it may happen"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    _forbid_silent_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    outcome = yield
+    _forbid_silent_skip(outcome.get_result())

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,17 +110,40 @@ def test_missing_directory_names_the_target(tmp_path: Path) -> None:
     assert "temporary file beside a.puffin" in str(info.value)
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
-                    reason="root may write into a read-only directory")
+_READ_ONLY_CHECK = """
+import os, sys, puffin
+os.listdir(os.path.dirname(sys.argv[1]))  # the folder is reachable and readable: only not writable
+try:
+    puffin.create(sys.argv[1])
+except PermissionError as exc:
+    print(repr(exc.filename), ".tmp" in str(exc))
+"""
+NOBODY = 65534
+
+
 def test_read_only_directory_names_the_target(tmp_path: Path) -> None:
-    tmp_path.chmod(0o500)
+    """Root writes into a read-only folder anyway, so as root (CI) the check runs in a child
+    as ``nobody`` (``setpriv``), on a folder that user owns and may not write (in /tmp:
+    pytest's own folders are closed to other users)."""
+    folder = Path(tempfile.mkdtemp(prefix="puffin-ro-"))
+    target = folder / "a.puffin"
+    command = [sys.executable, "-c", _READ_ONLY_CHECK, str(target)]
     try:
-        with pytest.raises(PermissionError) as info:
-            puffin.create(tmp_path / "a.puffin")
+        if os.geteuid() == 0:
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv: cannot drop to another user")
+            os.chown(folder, NOBODY, NOBODY)
+            command = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                       *command]
+        folder.chmod(0o500)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [repr(str(target)), "False"], proc.stderr
+        assert list(folder.iterdir()) == []
     finally:
-        tmp_path.chmod(0o700)
-    assert info.value.filename == str(tmp_path / "a.puffin")
-    assert ".tmp" not in str(info.value)
+        folder.chmod(0o700)
+        shutil.rmtree(folder)
 
 
 # --- each way of publishing ---------------------------------------------------------------------
