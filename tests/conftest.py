@@ -1,4 +1,5 @@
-"""Shared test configuration: test data location and a deterministic hypothesis profile."""
+"""Shared test configuration: test data location, hypothesis profiles, markers, and no
+silent skip under ``make test``."""
 
 from __future__ import annotations
 
@@ -23,20 +24,21 @@ for _variable, _venv in _SIDE_VENVS:
     if _python.is_file():
         os.environ.setdefault(_variable, str(_python))
 
-# CI runs are deterministic and bounded; PUFFIN_HYPOTHESIS_PROFILE=thorough explores more.
+# Every run draws new examples (a fixed set would replay the same 100 for ever); a failing
+# one is kept in .hypothesis/ and replayed first next time, and printed as a
+# @reproduce_failure blob. PUFFIN_HYPOTHESIS_PROFILE=deep (nightly-sized) tries 50 times as
+# many; PUFFIN_HYPOTHESIS_PROFILE=replay is the old fixed set, for bisecting.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile(
-    "ci",
-    derandomize=True,
-    deadline=None,
-    max_examples=100,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    database=None,
+    "ci", deadline=None, max_examples=100, suppress_health_check=_QUIET, print_blob=True
 )
 settings.register_profile(
-    "thorough",
-    deadline=None,
-    max_examples=2000,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    "deep", deadline=None, max_examples=5000, suppress_health_check=_QUIET, print_blob=True
+)
+settings.register_profile("thorough", parent=settings.get_profile("deep"))
+settings.register_profile(
+    "replay", deadline=None, max_examples=100, suppress_health_check=_QUIET,
+    derandomize=True, database=None,
 )
 settings.load_profile(os.environ.get("PUFFIN_HYPOTHESIS_PROFILE", "ci"))
 

@@ -6,7 +6,7 @@ import io
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import puffin
@@ -83,3 +83,39 @@ def test_footer_json_round_trips_through_file_metadata(
     # Compact, as Java writes it: nothing to strip when re-dumping with compact separators.
     assert json.dumps(json.loads(text_json), separators=(",", ":"), ensure_ascii=False).lower() \
         == text_json.lower()
+
+
+# Sizes next to the boundaries the code works in: LZ4's 64 KiB blocks (lz4.frame's default),
+# the codecs' 4 MiB decode chunk, and the reader's 16 MiB coalesced reads (several blobs).
+_EDGES = [0, 1, (64 << 10) - 1, 64 << 10, (64 << 10) + 1, (4 << 20) - 1, 4 << 20, (4 << 20) + 1]
+
+
+def _payload(seed: int, size: int, repetitive: bool) -> bytes:
+    import random
+
+    if repetitive:  # compresses well: the frame is small, the output crosses the chunks
+        return (random.Random(seed).randbytes(97) * (size // 97 + 1))[:size]
+    return random.Random(seed).randbytes(size)
+
+
+large_blobs = st.builds(
+    _payload,
+    st.integers(0, 2**32),
+    st.sampled_from(_EDGES) | st.integers(0, 9 << 20),
+    st.booleans(),
+)
+
+
+@settings(max_examples=12)
+@given(
+    payloads=st.lists(large_blobs, min_size=1, max_size=4),
+    codecs=st.lists(st.sampled_from([None, "lz4", "zstd"]), min_size=4, max_size=4),
+)
+def test_large_blobs_cross_every_block_and_chunk(payloads: list[bytes], codecs: list[Any]) -> None:
+    out = io.BytesIO()
+    with puffin.create(out) as writer:
+        for i, data in enumerate(payloads):
+            writer.add_blob(data, type="t", fields=[i], codec=codecs[i])
+    with puffin.open(out.getvalue()) as reader:
+        assert [reader.read_blob(i) for i in range(len(payloads))] == payloads
+        assert [d for _, d in reader.read_all()] == payloads

@@ -4,8 +4,10 @@ Position sets cross key boundaries and mix dense ranges, sparse values, runs, bi
 windows, run/array size ties and values next to k * 2^32, up to 10^6 positions.  The
 reference payload is built independently: one pyroaring ``BitMap`` per key from the values
 (pyroaring's add-then-run-optimize, which is what Iceberg Java does), an empty bitmap for
-every key without values, the length prefix, magic and ``zlib.crc32``.  Budget: about 20 s
-with the CI profile (derandomized, see conftest.py).
+every key without values, the length prefix, magic and ``zlib.crc32``.  Sets are also empty,
+single positions, full 2^16 chunks, keys up to 5,000 (thousands of empty bitmaps before them)
+and many keys of a few positions each; the largest key is refused for its size.  Budget:
+about 20 s with the CI profile (new examples each run, see conftest.py).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from puffin import DeletionVector, DeletionVectorError
 
 MAGIC = bytes.fromhex("d1d33964")
 KEYS = [0, 1, 2, 3, 6, 41]
-KINDS = ["dense", "sparse", "runs", "boundary", "bitset", "ties", "big"]
+KINDS = ["dense", "sparse", "runs", "boundary", "bitset", "ties", "big", "single", "full"]
+#: The largest key the format allows (Java refuses 0x7FFFFFFF and above).
+LARGEST_KEY = 0x7FFFFFFE
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -38,9 +42,19 @@ def spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 @st.composite
 def position_sets(draw: st.DrawFn) -> np.ndarray:
-    """Sorted unique int64 positions over one to three keys."""
-    keys = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True))
+    """Sorted unique int64 positions: empty, or over one to three keys (any up to 5,000,
+    each empty key below the largest costing Java's layout an empty bitmap), or a few
+    positions in each of many keys."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if draw(st.integers(0, 9)) == 0:  # many keys, few positions each
+        keys = draw(st.lists(st.integers(0, 5000), min_size=20, max_size=200, unique=True))
+        low = rng.integers(0, 1 << 32, (len(keys), 3))
+        parts = [(k << 32) + low[i, : 1 + i % 3] for i, k in enumerate(keys)]
+        return sorted_unique(np.concatenate(parts).astype(np.int64))
+    key = st.sampled_from(KEYS) | st.integers(0, 5000)
+    keys = draw(st.lists(key, min_size=0, max_size=3, unique=True))
+    if not keys:
+        return np.empty(0, dtype=np.int64)
     parts = []
     for key in keys:
         base = key << 32
@@ -69,6 +83,12 @@ def position_sets(draw: st.DrawFn) -> np.ndarray:
             starts = np.cumsum(lengths + gaps) - lengths
             values = spans(starts, lengths)
             values = values[values < (1 << 32)]
+        elif kind == "single":
+            values = np.array([draw(st.sampled_from([0, 1, (1 << 32) - 1])) if draw(
+                st.booleans()) else int(rng.integers(0, 1 << 32))])
+        elif kind == "full":  # every value of one or two 2^16 chunks: full containers
+            chunk = int(rng.integers(0, (1 << 16) - 1))
+            values = np.arange(chunk << 16, (chunk + draw(st.integers(1, 2))) << 16)
         else:  # "big": up to 10^6 positions, runs plus scatter
             count = draw(st.integers(100_000, 1_000_000))
             values = np.concatenate(
@@ -113,7 +133,7 @@ def test_bytes_do_not_depend_on_how_the_set_was_built(positions: np.ndarray) -> 
     # from a BitMap64: always Java's bytes.
     breaks = np.flatnonzero(np.diff(positions) != 1) + 1
     by_ranges = DeletionVector()
-    for run in np.split(positions, breaks):
+    for run in np.split(positions, breaks) if positions.size else []:
         by_ranges.add_range(int(run[0]), int(run[-1]) + 1)
     half = positions.size // 2
     by_updates = DeletionVector(positions[half:][::-1])
@@ -140,3 +160,22 @@ def test_single_bit_flips_are_detected(positions: np.ndarray, picks: list[int]) 
         except DeletionVectorError:
             continue
         raise AssertionError(f"flipping bit {bit} of {bits} went unnoticed")
+
+
+def test_the_largest_key_is_refused_for_its_size_not_misread() -> None:
+    """A position in the largest key the format allows would need 2^31 empty bitmaps before
+    it in Java's layout: more than Java can read, so refused with the reason."""
+    dv = DeletionVector(np.array([LARGEST_KEY << 32], dtype=np.int64))
+    assert dv.to_numpy().tolist() == [LARGEST_KEY << 32]
+    try:
+        dv.serialize()
+    except DeletionVectorError as exc:
+        assert "2147483646" in str(exc) and "Java cannot read" in str(exc)
+    else:
+        raise AssertionError("serialized a vector Java cannot read")
+
+
+def test_empty_vector_bytes() -> None:
+    payload = DeletionVector().serialize()
+    assert payload == reference_payload(np.empty(0, dtype=np.int64))
+    assert DeletionVector.deserialize(payload, expected_cardinality=0).to_numpy().size == 0
