@@ -64,14 +64,41 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaPeer]:
         yield peer
 
 
-def _lineage(java: JavaPeer, table: Table) -> dict[int, tuple[int, int]]:
+class _Rows:
+    """A table's rows computed without any Iceberg reader: its data files read with pyarrow
+    (positions a delete file names dropped), batches added, conditions applied in Python."""
+
+    def __init__(self, table: Table, deleted: dict[str, Any] | None = None) -> None:
+        parts = []
+        for planned in plan_files(table, table.current_snapshot()):
+            data = pq.read_table(local_path(planned.path))
+            gone = (deleted or {}).get(planned.path)
+            if gone is not None:
+                keep = np.ones(data.num_rows, dtype=bool)
+                keep[gone] = False
+                data = data.filter(pa.array(keep))
+            parts.append(data)
+        self.data = pa.concat_tables(parts)
+
+    def add(self, batch: pa.Table) -> None:
+        self.data = pa.concat_tables([self.data, batch.cast(self.data.schema)])
+
+    def keep(self, row: Any) -> None:
+        """Keep the rows for which ``row(values)`` is true (a dict of the row's values)."""
+        mask = [bool(row(r)) for r in self.data.to_pylist()]
+        self.data = self.data.filter(pa.array(mask, pa.bool_()))
+
+    def check(self, got: pa.Table, schema: Any, who: str) -> None:
+        assert comparable_rows(got, schema) == comparable_rows(self.data, schema), who
+
+
+def _lineage(java: JavaPeer, table: Table, model: _Rows) -> dict[int, tuple[int, int]]:
     """``{id: (_row_id, _last_updated_sequence_number)}`` as Java reads the current snapshot,
-    after checking Java's rows equal pyiceberg's."""
+    after checking Java's rows, and ours, against the model."""
     got = java.read(table.metadata_location, ["*", *ROW_LINEAGE])
     schema = table.schema()
-    assert comparable_rows(got, schema) == comparable_rows(
-        read_pyiceberg(table.metadata_location), schema
-    )
+    model.check(got, schema, "iceberg-java")
+    model.check(scan_table(table).to_arrow(), schema, "scan_table")
     ids = got.column("id").to_pylist()
     row_ids = got.column("_row_id").to_pylist()
     sequences = got.column("_last_updated_sequence_number").to_pylist()
@@ -109,25 +136,34 @@ def test_java_reads_every_state_of_our_v3_table(tmp_path: Path, java: JavaPeer) 
     catalog = make_catalog(tmp_path)
     base = create_sample_table(catalog, "db.seq", rows=3000, files=3)
     files = [t.file.file_path for t in base.scan().plan_files()]
-    v2 = commit_position_deletes_v2(
-        catalog, base, {files[0]: np.arange(0, 50, dtype=np.int64)}, new_identifier="db.seq2"
-    )
+    first = {files[0]: np.arange(0, 50, dtype=np.int64)}
+    v2 = commit_position_deletes_v2(catalog, base, first, new_identifier="db.seq2")
     table = upgrade_to_v3(v2)
-    states = [_lineage(java, table)]
+    model = _Rows(table, first)
+    states = [_lineage(java, table, model)]
     table = delete_rows(table, "category = 7").table
-    states.append(_lineage(java, table))
-    table = append(table, sample_batch(500, start=3000, seed=1))
-    states.append(_lineage(java, table))
+    model.keep(lambda r: r["category"] != 7)
+    states.append(_lineage(java, table, model))
+    batch = sample_batch(500, start=3000, seed=1)
+    table = append(table, batch)
+    model.add(batch)
+    states.append(_lineage(java, table, model))
     table = delete_rows(table, "category in (1, 2, 3)").table
-    states.append(_lineage(java, table))
-    table = overwrite(table, sample_batch(200, start=4000, seed=2), "id >= 3400")
-    states.append(_lineage(java, table))
+    model.keep(lambda r: r["category"] not in (1, 2, 3))
+    states.append(_lineage(java, table, model))
+    batch = sample_batch(200, start=4000, seed=2)
+    table = overwrite(table, batch, "id >= 3400")
+    model.keep(lambda r: r["id"] < 3400)
+    model.add(batch)
+    states.append(_lineage(java, table, model))
     extra = tmp_path / "extra.parquet"
-    pq.write_table(sample_batch(100, start=5000, seed=3), extra)
+    batch = sample_batch(100, start=5000, seed=3)
+    pq.write_table(batch, extra)
     table = add_files(table, [str(extra)])
+    model.add(batch)
     compute_table_statistics(table)
     table = catalog.load_table("db.seq2")
-    states.append(_lineage(java, table))
+    states.append(_lineage(java, table, model))
     for before, after in itertools.pairwise(states):
         _stable(before, after)
     last = states[-1].keys()
@@ -403,24 +439,19 @@ def _concurrently(warehouse: Path) -> None:
         assert p.exitcode == 0
 
 
-def _every_reader(table: Table, sail: SailServer, java: JavaPeer) -> list[Any]:
-    """The rows pyiceberg reads, after checking every other reader returns exactly them."""
+def _every_reader(table: Table, sail: SailServer, java: JavaPeer, model: _Rows) -> None:
+    """Every reader returns exactly the model's rows."""
     schema, location = table.schema(), table.metadata_location
-    want = comparable_rows(read_pyiceberg(location), schema)
     readers = {
+        "pyiceberg": read_pyiceberg,
         "iceberg-rust": read_iceberg_rust,
         "duckdb-1.4.4": read_duckdb,
         "sail": lambda m: read_sail(sail, m),
         "iceberg-java": java.read,
+        "scan_table": lambda m: scan_table(table).to_arrow(),
     }
     for name, read in readers.items():
-        assert comparable_rows(read(location), schema) == want, name
-    return want
-
-
-def _categories(data: pa.Table) -> dict[int, int]:
-    return dict(zip(data.column("id").to_pylist(), data.column("category").to_pylist(),
-                    strict=True))
+        model.check(read(location), schema, name)
 
 
 def _unreferenced(table: Table) -> set[str]:
@@ -448,40 +479,50 @@ def _unreferenced(table: Table) -> set[str]:
 
 def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaPeer) -> None:
     """upgrade → append → delete → append → overwrite → concurrent append + delete → Java's
-    UPDATE on top: pyiceberg, iceberg-rust, DuckDB 1.4.4, Sail and Java read the expected rows;
+    UPDATE on top: pyiceberg, iceberg-rust, DuckDB 1.4.4, Sail, Java and our scan_table read
+    the model's rows (data files read with pyarrow, the conditions applied in Python);
     Java sees row ids unique and unchanged for surviving rows across our commits and its own."""
     catalog = make_catalog(tmp_path)
     table = upgrade_to_v3(create_sample_table(catalog, "db.story", rows=4000, files=2))
+    model = _Rows(table)
     batches = [sample_batch(n, start=start, seed=seed) for n, start, seed in
                ((1000, 10_000, 1), (500, 12_000, 2), (100, 13_000, 3), (300, 20_000, 7))]
-    category: dict[int, Any] = _categories(table.scan().to_arrow())
-    for batch in batches:
-        category |= _categories(batch)
     table = append(table, batches[0])
-    states = [_lineage(java, table)]
+    model.add(batches[0])
+    states = [_lineage(java, table, model)]
     table = delete_rows(table, "category < 20").table
+    model.keep(lambda r: r["category"] is None or r["category"] >= 20)
     table = append(table, batches[1])
+    model.add(batches[1])
     table = overwrite(table, batches[2], "id >= 10500 and id < 11000")
-    states.append(_lineage(java, table))
-    _concurrently(tmp_path)  # appends batches[3], deletes category in (10, 11, 12)
+    model.keep(lambda r: not 10_500 <= r["id"] < 11_000)
+    model.add(batches[2])
+    states.append(_lineage(java, table, model))
+    _concurrently(tmp_path)  # appends batches[3], deletes category in (10, 11, 12), id < 20000
+    model.keep(lambda r: r["category"] not in (10, 11, 12))
+    model.add(batches[3])
     table = catalog.load_table("db.story")
     assert not _unreferenced(table)  # the attempt that lost the race left nothing behind
-    states.append(_lineage(java, table))
+    states.append(_lineage(java, table, model))
     with SailServer(tmp_path / "sail") as sail:
-        _every_reader(table, sail, java)
+        _every_reader(table, sail, java, model)
         java.sql("ALTER TABLE `default`.db.story SET TBLPROPERTIES "
                  "('write.update.mode' = 'merge-on-read')", warehouse=tmp_path)
         java.sql("UPDATE `default`.db.story SET amount = -1.0 WHERE category = 50",
                  warehouse=tmp_path)
+        category = model.data.column("category").to_pylist()
+        amounts = [-1.0 if c == 50 else a for c, a in
+                   zip(category, model.data.column("amount").to_pylist(), strict=True)]
+        model.data = model.data.set_column(
+            model.data.schema.get_field_index("amount"), "amount",
+            pa.array(amounts, model.data.schema.field("amount").type),
+        )
         table = catalog.load_table("db.story")
-        rows = _every_reader(table, sail, java)
-    states.append(_lineage(java, table))
-    first = [*range(4000), *range(10_000, 11_000)]
-    live = {i for i in first if category[i] is None or category[i] >= 20}
-    live |= set(range(12_000, 12_500))
-    live = {i for i in live if not 10_500 <= i < 11_000} | set(range(13_000, 13_100))
-    live = {i for i in live if category[i] not in (10, 11, 12)} | set(range(20_000, 20_300))
-    assert sorted(row[0] for row in rows) == sorted(live)
+        _every_reader(table, sail, java, model)
+    states.append(_lineage(java, table, model))
+    live = set(model.data.column("id").to_pylist())
+    fifty = {i for i, c in zip(model.data.column("id").to_pylist(), category, strict=True)
+             if c == 50}
     for older, newer in itertools.pairwise(states[:-1]):
         _stable(older, newer)
     # Java's UPDATE keeps every row id and moves the updated rows' sequence number forward.
@@ -489,7 +530,7 @@ def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaP
     assert {i: r for i, (r, _) in after.items()} == {i: r for i, (r, _) in last.items()}
     sequence = table.metadata.last_sequence_number
     changed = {i for i, (_, s) in last.items() if s == sequence}
-    assert changed == {i for i in live if category[i] == 50}
+    assert changed == fifty and fifty <= live
     assert verify_table(table).ok, verify_table(table).problems
     assert not _unreferenced(table)
 
