@@ -203,6 +203,32 @@ def _not(column: Any, bound: int) -> Any:
     return pc.invert(pc.fill_null(pc.less(column, bound), False))
 
 
+def test_the_current_snapshot_reads_with_the_current_schema(tmp_path: Path) -> None:
+    """A schema change commits no snapshot: the current snapshot is read with the new schema
+    (renamed, added, widened columns), an older one by id with its own."""
+    from pyiceberg.types import LongType
+
+    from puffin.iceberg.metadata.v3 import commit
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.now", rows=500, files=1))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    tx = table.transaction()
+    with tx.update_schema() as update:
+        update.rename_column("amount", "total")
+        update.add_column("note", pa_string())
+        update.update_column("category", LongType())
+    changed = commit(table, tx._requirements, tx._updates)
+    now = scan_table(changed).to_arrow()
+    assert now.schema.names[-1] == "note" and "total" in now.schema.names
+    assert now.schema.field("category").type == pa.int64()
+    assert now.column("note").null_count == now.num_rows
+    assert _sorted(now) == _sorted(changed.scan().to_arrow())
+    then = scan_table(changed, snapshot_id=snapshot.snapshot_id).to_arrow()
+    assert "amount" in then.schema.names and "note" not in then.schema.names
+
+
 def pa_string() -> Any:
     from pyiceberg.types import StringType
 

@@ -100,10 +100,13 @@ class TableScan:
                 f"{', '.join(self.lineage)}: row lineage exists only on format version 3 "
                 "tables (upgrade_to_v3 / `puffin table upgrade`)"
             )
+        # The snapshot's own schema only for time travel: the current snapshot is read with
+        # the table's current schema (a column renamed or added since it was written), as
+        # Iceberg Java and pyiceberg read it.
         self._scan = table.scan(
             row_filter=self.row_filter,
             selected_fields=fields,
-            snapshot_id=None if self.snapshot is None else self.snapshot.snapshot_id,
+            snapshot_id=snapshot_id,
             case_sensitive=case_sensitive,
         )
         try:
