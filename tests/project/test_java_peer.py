@@ -171,6 +171,47 @@ def test_java_reads_every_state_of_our_v3_table(tmp_path: Path, java: JavaPeer) 
     assert verify_table(table).ok, verify_table(table).problems
 
 
+def test_java_reads_our_schema_and_spec_changes(tmp_path: Path, java: JavaPeer) -> None:
+    """transaction(table) on a v3 table: a renamed, an added, a dropped and a widened column
+    and a new partition spec; Java reads the model's rows with the same row ids, before and
+    after an append under the new spec."""
+    from pyiceberg.transforms import BucketTransform
+    from pyiceberg.types import LongType, StringType
+
+    from puffin.iceberg import transaction
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.evo", rows=2000, files=2))
+    model = _Rows(table)
+    table = delete_rows(table, "category < 30").table
+    model.keep(lambda r: r["category"] is None or r["category"] >= 30)
+    before = _lineage(java, table, model)
+    with transaction(table) as tx:
+        with tx.update_schema() as update:
+            update.rename_column("amount", "total")
+            update.add_column("note", StringType())
+            update.delete_column("tag")
+            update.update_column("category", LongType())
+        with tx.update_spec() as spec:
+            spec.add_field("id", BucketTransform(4), "id_bucket")
+    data = model.data.drop_columns(["tag"])
+    data = data.rename_columns(["total" if n == "amount" else n for n in data.column_names])
+    data = data.set_column(data.schema.get_field_index("category"), "category",
+                           data["category"].cast(pa.int64()))
+    model.data = data.append_column("note", pa.nulls(data.num_rows, pa.large_string()))
+    assert _lineage(java, table, model) == before  # a schema change rewrites no row id
+    batch = sample_batch(300, start=40_000, seed=5).drop_columns(["tag"])
+    batch = batch.rename_columns(["total" if n == "amount" else n for n in batch.column_names])
+    batch = batch.append_column("note", pa.array([f"n{i}" for i in range(300)], pa.large_string()))
+    batch = batch.cast(table.schema().as_arrow())
+    table = append(table, batch)
+    model.add(batch)
+    after = _lineage(java, table, model)
+    assert {i: after[i] for i in before} == before
+    assert table.spec().fields[0].name == "id_bucket"
+    assert verify_table(table).ok, verify_table(table).problems
+
+
 def _ids(table: pa.Table) -> set[int]:
     return set(table.column("id").to_pylist())
 

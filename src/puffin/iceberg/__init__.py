@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "sample_schema": "puffin.iceberg.catalog.sample",
     "update_table_statistics": "puffin.iceberg.statistics.update",
     "statistics_file_for": "puffin.iceberg.statistics.files",
+    "transaction": "puffin.iceberg.writes.transaction",
     "upgrade_to_v3": "puffin.iceberg.deletes.upgrade",
     "verify_table": "puffin.iceberg.verify.table",
     "write_statistics_file": "puffin.iceberg.statistics.files",
@@ -130,6 +131,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from puffin.iceberg.writes.add_files import add_files
     from puffin.iceberg.writes.append import append
     from puffin.iceberg.writes.overwrite import overwrite
+    from puffin.iceberg.writes.transaction import transaction
 
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
@@ -171,6 +173,7 @@ __all__ = [
     "sample_schema",
     "scan_table",
     "statistics_file_for",
+    "transaction",
     "update_table_statistics",
     "upgrade_to_v3",
     "verify_table",
