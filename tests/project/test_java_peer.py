@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,6 +211,51 @@ def test_java_reads_our_schema_and_spec_changes(tmp_path: Path, java: JavaPeer) 
     assert {i: after[i] for i in before} == before
     assert table.spec().fields[0].name == "id_bucket"
     assert verify_table(table).ok, verify_table(table).problems
+
+
+def test_java_finds_nothing_left_after_our_expire(tmp_path: Path, java: JavaPeer) -> None:
+    """After our expire_snapshots, Java's own expire_snapshots has nothing left to delete
+    and its remove_orphan_files (dry run, every file old enough) finds no orphan; the rows
+    are the model's."""
+    import datetime
+
+    from puffin.iceberg import expire_snapshots
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.exp", rows=3000, files=3))
+    model = _Rows(table)
+    for where, keep in (("category < 20", 20), ("category < 40", 40)):
+        table = delete_rows(table, where).table
+        model.keep(lambda r, k=keep: r["category"] is None or r["category"] >= k)
+    batch = sample_batch(200, start=9000, seed=4)
+    table = overwrite(table, batch, "id >= 2900")
+    model.keep(lambda r: r["id"] < 2900)
+    model.add(batch)
+    compute_table_statistics(table, progress=False)
+    table = catalog.load_table("db.exp")
+    result = expire_snapshots(table, older_than=datetime.timedelta(0))
+    assert len(result.table.snapshots()) == 1 and result.deleted_files > 0
+    _lineage(java, result.table, model)
+    later = "TIMESTAMP '2999-01-01 00:00:00'"
+    java_expire = java.sql(
+        f"CALL `default`.system.expire_snapshots(table => 'db.exp', older_than => {later}, "
+        "retain_last => 1)", warehouse=tmp_path,
+    ).to_pylist()[0]
+    assert all(v == 0 for k, v in java_expire.items() if k.endswith("_count")), java_expire
+    # Java refuses a cutoff less than a day old: every file is made two days old instead.
+    old = (datetime.datetime.now() - datetime.timedelta(days=2)).timestamp()
+    root = Path(local_path(result.table.location()) or "")
+    stray = root / "data" / "stray.parquet"  # the one orphan Java must find (so it can fail)
+    stray.write_bytes(b"not referenced")
+    for path in root.rglob("*"):
+        os.utime(path, (old, old))
+    orphans = java.sql(
+        "CALL `default`.system.remove_orphan_files(table => 'db.exp', older_than => "
+        "TIMESTAMP '" + (datetime.datetime.now() - datetime.timedelta(days=1)).strftime(
+            "%Y-%m-%d %H:%M:%S") + "', dry_run => true)", warehouse=tmp_path,
+    )
+    found = [Path(local_path(p) or "") for p in orphans.column(0).to_pylist()]
+    assert found == [stray], found
 
 
 def _ids(table: pa.Table) -> set[int]:

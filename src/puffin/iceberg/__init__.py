@@ -52,6 +52,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_WAREHOUSE": "puffin.iceberg.catalog.catalogs",
     "DeleteResult": "puffin.iceberg.deletes.rows",
     "DeletionVectorRef": "puffin.iceberg.metadata.delete_files",
+    "ExpireResult": "puffin.iceberg.maintenance.expire",
     "TableProblem": "puffin.iceberg.verify.table",
     "SkippedColumnWarning": "puffin.iceberg.statistics.compute",
     "TableStatistics": "puffin.iceberg.statistics.files",
@@ -62,6 +63,7 @@ _LAZY: dict[str, str] = {
     "compute_table_statistics": "puffin.iceberg.statistics.compute",
     "create_sample_table": "puffin.iceberg.catalog.sample",
     "delete_rows": "puffin.iceberg.deletes.rows",
+    "expire_snapshots": "puffin.iceberg.maintenance.expire",
     "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
     "deletion_vector_refs": "puffin.iceberg.metadata.delete_files",
     "load_catalog": "puffin.iceberg.catalog.catalogs",
@@ -109,6 +111,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         read_table_deletion_vectors,
         write_table_deletion_vectors,
     )
+    from puffin.iceberg.maintenance.expire import ExpireResult, expire_snapshots
     from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
     from puffin.iceberg.scan.table_scan import TableScan, scan_table
     from puffin.iceberg.statistics.compute import (
@@ -144,6 +147,7 @@ __all__ = [
     "ColumnStatistics",
     "DeleteResult",
     "DeletionVectorRef",
+    "ExpireResult",
     "SkippedColumnWarning",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
@@ -163,6 +167,7 @@ __all__ = [
     "delete_rows",
     "deletion_vector_data_files",
     "deletion_vector_refs",
+    "expire_snapshots",
     "load_catalog",
     "load_table",
     "local_catalog",

@@ -1,4 +1,5 @@
-"""``puffin table clean-orphans``: files in a table's folders that nothing references.
+"""``puffin table clean-orphans`` and ``puffin table expire``: files in a table's folders that
+nothing references, and snapshots past their age.
 
 A dry run by default: it lists what it would remove.  ``--delete`` removes them; files
 younger than ``--older-than`` (3 days) are kept, because a commit still in flight may be
@@ -29,10 +30,39 @@ verify` warns about them.
 """
 
 
+_EPILOG_EXPIRE = """\
+examples:
+  puffin table expire db.events                           snapshots older than 5 days
+  puffin table expire db.events --older-than 1d --retain-last 10 --json
+
+Removes the snapshots older than --older-than (default: the table's
+history.expire.max-snapshot-age-ms, else 5 days), keeping the last --retain-last ancestors of
+every branch and the snapshots branches and tags point at, then deletes the files only they
+reached. A file outside the table's locations is never deleted: it is listed as skipped
+(--allow-prefix PREFIX allows one more location).
+"""
+
+
 def add_maintenance_commands(
     groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
 ) -> None:
-    """Add ``clean-orphans`` to the ``puffin table`` subparsers."""
+    """Add ``clean-orphans`` and ``expire`` to the ``puffin table`` subparsers."""
+    expire = groups.add_parser(
+        "expire",
+        help="remove old snapshots and delete the files only they reached",
+        parents=parents(),
+        epilog=_EPILOG_EXPIRE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    expire.add_argument("table", help="table identifier, e.g. db.events")
+    expire.add_argument("--older-than", metavar="AGE", help="e.g. 5d, 12h (default: 5d)")
+    expire.add_argument("--retain-last", type=int, metavar="N", help="ancestors kept (1)")
+    expire.add_argument(
+        "--allow-prefix", action="append", default=[], metavar="PREFIX",
+        help="a location outside the table whose files may be deleted too (repeatable)",
+    )
+    expire.add_argument("--json", action="store_true", help="print JSON")
+    expire.set_defaults(func=lambda args: _run_expire(args, open_table(args)))
     clean = groups.add_parser(
         "clean-orphans",
         help="list (or --delete) files in the table's folders that nothing references",
@@ -78,4 +108,28 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
     print(f"{verb} {len(found)} orphan file(s), {total} bytes")
     if found and not args.delete:
         print("  (a dry run: add --delete to remove them)")
+    return 0
+
+
+def _run_expire(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.maintenance.expire import expire_snapshots
+    from puffin.iceberg.verify.orphans import parse_age
+
+    age = parse_age(args.older_than) if args.older_than else None
+    result = expire_snapshots(
+        table, older_than=age, retain_last=args.retain_last, allow_prefixes=args.allow_prefix
+    )
+    if args.json:
+        print_json("table expire", {
+            "table": args.table,
+            "expired_snapshot_ids": result.expired_snapshot_ids,
+            "deleted": {k: {"files": n, "bytes": b} for k, (n, b) in result.deleted.items()},
+            "skipped_outside_table": result.skipped_outside_table,
+        })
+        return 0
+    print(f"expired {len(result.expired_snapshot_ids)} snapshot(s)")
+    for kind, (files, size) in result.deleted.items():
+        print(f"  deleted {files} {kind} file(s), {size} bytes")
+    for location in result.skipped_outside_table:
+        print(f"  skipped (outside the table's locations): {location}")
     return 0

@@ -1,0 +1,187 @@
+"""Expiring snapshots: :func:`expire_snapshots`.
+
+As Iceberg Java's ``ExpireSnapshots``: snapshots older than a cutoff are removed from the
+metadata, except the last ``retain_last`` ancestors of every branch and the snapshot each
+branch and tag points at; then every file that only removed snapshots reached is deleted
+(data files, deletion-vector and position-delete files, manifests, manifest lists,
+statistics and partition-statistics files). The commit comes first and the files after, so
+a crash between leaves orphans (``remove_orphan_files`` finds them), never a table that
+references a deleted file. Unlike Java, a file is deleted only when it lies under the
+table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from puffin.errors import UsageError
+from puffin.iceberg.maintenance.guard import Deletions, TableLocations
+from puffin.iceberg.metadata.commits import main_branch_requirements, with_retries
+from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
+from puffin.iceberg.metadata.v3 import commit
+from puffin.iceberg.verify.orphans import kind_of
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
+
+__all__ = ["ExpireResult", "expire_snapshots"]
+
+#: Java's defaults: ``history.expire.max-snapshot-age-ms`` (5 days) and
+#: ``history.expire.min-snapshots-to-keep`` (1).
+MAX_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
+MIN_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
+DEFAULT_MAX_AGE = datetime.timedelta(days=5)
+MAX_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class ExpireResult:
+    """What :func:`expire_snapshots` did."""
+
+    table: Table
+    expired_snapshot_ids: list[int]
+    #: kind (``data``, ``delete``, ``manifest``, ``manifest-list``, ``statistics``) ->
+    #: (files deleted, bytes)
+    deleted: dict[str, tuple[int, int]]
+    #: files only expired snapshots reached that lie outside the table's locations: kept
+    skipped_outside_table: list[str]
+
+    @property
+    def deleted_files(self) -> int:
+        return sum(n for n, _ in self.deleted.values())
+
+
+def expire_snapshots(
+    table: Table,
+    *,
+    older_than: datetime.datetime | datetime.timedelta | None = None,
+    retain_last: int | None = None,
+    allow_prefixes: Iterable[str] = (),
+) -> ExpireResult:
+    """Remove the snapshots older than ``older_than`` and delete the files only they reached.
+
+    ``older_than`` is a point in time or an age (default: the table's
+    ``history.expire.max-snapshot-age-ms``, else 5 days); ``retain_last`` the ancestors of
+    each branch always kept (default: ``history.expire.min-snapshots-to-keep``, else 1).
+    Snapshots that branches and tags point at are kept. ``allow_prefixes``: locations
+    outside the table whose files may be deleted too (another table's folder is never
+    deleted from otherwise).
+
+    Example::
+
+        from datetime import timedelta
+        result = expire_snapshots(table, older_than=timedelta(days=1), retain_last=5)
+        print(len(result.expired_snapshot_ids), result.deleted)
+    """
+    properties = table.metadata.properties
+    if retain_last is None:
+        retain_last = int(properties.get(MIN_KEEP_PROPERTY, 1))
+    if retain_last < 1:
+        raise UsageError(f"retain_last must be at least 1 (the current snapshot): {retain_last}")
+    cutoff_ms = _cutoff_ms(older_than, properties.get(MAX_AGE_PROPERTY))
+    before: list[TableMetadata] = []
+
+    def attempt(current: Table, number: int, written: list[str]) -> Table:
+        from pyiceberg.table.update import RemovePartitionStatisticsUpdate, RemoveSnapshotsUpdate
+
+        expired = expired_snapshots(current.metadata, cutoff_ms, retain_last)
+        before[:] = [current.metadata]
+        if not expired:
+            return current
+        # Removing a snapshot removes its refs and statistics entry (pyiceberg's rule);
+        # its partition statistics go explicitly.
+        updates: list[Any] = [
+            RemoveSnapshotsUpdate.model_validate({"snapshot-ids": sorted(expired)})
+        ]
+        updates += [
+            RemovePartitionStatisticsUpdate.model_validate({"snapshot-id": p.snapshot_id})
+            for p in current.metadata.partition_statistics
+            if p.snapshot_id in expired
+        ]
+        requirements = main_branch_requirements(current, current.current_snapshot())
+        return commit(current, requirements, updates)
+
+    committed = with_retries(table, attempt, MAX_ATTEMPTS)
+    old = before[0]
+    now = {s.snapshot_id for s in committed.metadata.snapshots}
+    removed = sorted({s.snapshot_id for s in old.snapshots} - now)
+    deletions = Deletions(committed, TableLocations.of(committed, allow_prefixes))
+    if removed:
+        # What the table reaches now, read after the commit: a file a concurrent commit has
+        # just made reachable again is kept.
+        live = reachable(committed.refresh(), live_only=True)
+        for location in sorted(reachable(table, old) - live):
+            deletions.delete(location, kind_of(location))
+    return ExpireResult(
+        committed,
+        removed,
+        {k: (v[0], v[1]) for k, v in sorted(deletions.deleted.items())},
+        deletions.skipped_outside_table,
+    )
+
+
+def _cutoff_ms(
+    older_than: datetime.datetime | datetime.timedelta | None, configured: str | None
+) -> int:
+    now_ms = int(time.time() * 1000)
+    if older_than is None:
+        age = datetime.timedelta(milliseconds=int(configured)) if configured else DEFAULT_MAX_AGE
+        return now_ms - int(age.total_seconds() * 1000)
+    if isinstance(older_than, datetime.timedelta):
+        if older_than < datetime.timedelta(0):
+            raise UsageError("older_than must not be a negative age")
+        return now_ms - int(older_than.total_seconds() * 1000)
+    if older_than.tzinfo is None:
+        raise UsageError("older_than must be a timezone-aware datetime (or a timedelta)")
+    return int(older_than.timestamp() * 1000)
+
+
+def expired_snapshots(metadata: TableMetadata, cutoff_ms: int, retain_last: int) -> set[int]:
+    """The snapshots to remove: older than the cutoff, and neither a ref's snapshot nor one
+    of the last ``retain_last`` ancestors of a branch."""
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    kept: set[int] = set()
+    for ref in metadata.refs.values():
+        kept.add(ref.snapshot_id)
+        if ref.snapshot_ref_type != "branch":
+            continue
+        snapshot_id: int | None = ref.snapshot_id
+        for _ in range(retain_last):
+            snapshot = by_id.get(snapshot_id) if snapshot_id is not None else None
+            if snapshot is None:
+                break
+            kept.add(snapshot.snapshot_id)
+            snapshot_id = snapshot.parent_snapshot_id
+    return {
+        s.snapshot_id
+        for s in metadata.snapshots
+        if s.snapshot_id not in kept and s.timestamp_ms < cutoff_ms
+    }
+
+
+def reachable(
+    table: Table, metadata: TableMetadata | None = None, *, live_only: bool = False
+) -> set[str]:
+    """Every file the snapshots of ``metadata`` (default: the table's) reach: manifest
+    lists, manifests, data and delete files, and statistics files. ``live_only``: a content
+    file counts only through a live entry (a file a kept snapshot deleted is reached by
+    nothing, as Java's ``all_files`` sees it)."""
+    meta = metadata if metadata is not None else table.metadata
+    found: set[str] = set()
+    found.update(s.statistics_path for s in meta.statistics)
+    found.update(p.statistics_path for p in meta.partition_statistics)
+    manifests: set[str] = set()
+    for snapshot in meta.snapshots:
+        found.add(snapshot.manifest_list)
+        for manifest in read_manifest_list(table.io, snapshot.manifest_list):
+            if manifest.manifest_path in manifests:
+                continue
+            manifests.add(manifest.manifest_path)
+            for entry in read_manifest_entries(table.io, manifest, include_deleted=not live_only):
+                found.add(str(entry.data_file.file_path))
+    return found | manifests
