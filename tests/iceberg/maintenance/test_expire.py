@@ -155,6 +155,8 @@ def test_files_outside_the_table_are_skipped_and_reported(tmp_path: Path) -> Non
     table = _v2_with_outside_files(tmp_path, [other, parent, dotted, link])
     climbing_bytes = climbing.read_bytes()
     outside = {p: p.read_bytes() for p in (other, parent, target)}
+    warned = {normalise(w.path) for w in verify_table(table).warnings if w.kind == "outside-table"}
+    assert warned == {normalise(str(p)) for p in (other, parent, dotted, target)}
     result = expire_snapshots(table, older_than=NOW)
     for path, data in outside.items():
         assert path.read_bytes() == data, f"{path} was touched"

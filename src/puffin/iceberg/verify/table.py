@@ -31,7 +31,7 @@ from puffin.iceberg.metadata.delete_files import (
     read_vector,
 )
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.verify.orphans import find_orphans
+from puffin.iceberg.verify.orphans import find_orphans, referenced_files
 from puffin.iceberg.verify.v3_checks import check_v3
 from puffin.io.locations import location_key, open_input
 from puffin.reader import open as open_puffin
@@ -51,8 +51,7 @@ class TableProblem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
     # "statistics", "partition-statistics", "deletion-vector", "data-file", "table";
-    # warnings: "orphan",
-    # "stale-statistics"
+    # warnings: "orphan", "stale-statistics", "outside-table"
     kind: str
     path: str
     message: str
@@ -326,7 +325,27 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
         for o in find_orphans(table)
     )
     report.warnings.extend(_stale_statistics(table))
+    report.warnings.extend(_outside_table(table))
     return report
+
+
+def _outside_table(table: Table) -> list[TableProblem]:
+    """A warning for each file the metadata references outside the table's locations
+    (an added file kept where it was, or metadata pointing at another table's files):
+    maintenance never deletes such a file."""
+    from puffin.iceberg.metadata.table_locations import TableLocations
+
+    owned = TableLocations.of(table)
+    return [
+        TableProblem(
+            "outside-table",
+            path,
+            "referenced by the metadata but outside the table's locations: expiring or "
+            "compacting never deletes it (allow its prefix to let them)",
+        )
+        for path in sorted(referenced_files(table))
+        if not owned.owns(path)
+    ]
 
 
 def _check_data_files(
