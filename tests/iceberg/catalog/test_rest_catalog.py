@@ -1,0 +1,251 @@
+"""Our v3 commits through a REST catalog whose server is Iceberg Java's ``CatalogHandlers``.
+
+The server (``tests/peers/RestCatalogServer.java``, :mod:`peers.rest_catalog`) applies every
+commit with Java's ``TableMetadata`` builder over a ``JdbcCatalog``: the v3 upgrade, the
+``add-snapshot`` updates with ``first-row-id``/``added-rows`` and their requirements are
+checked by the reference implementation, not by pyiceberg. A commit Java refuses fails the
+test with Java's message (pyiceberg raises the REST error).
+
+DuckDB attaches the same catalog (``ATTACH ... (TYPE iceberg, ENDPOINT ...)``) and deletes
+from a v3 table our library made. What each version does is pinned here:
+
+* without DuckDB's ``httpfs`` extension (the venvs of ``make peers`` do not have it) the
+  ATTACH itself fails: the iceberg extension's REST client is httpfs's;
+* with it, DuckDB 1.4.4 refuses the delete (``Delete from Iceberg V3 tables`` is not
+  implemented) and DuckDB 1.5.5 commits it, as one Puffin deletion vector per data file that
+  merges the vector our library wrote (``POST /v1/transactions/commit``).
+
+The httpfs extension is looked for as the wheels ``duckdb-ext-httpfs`` 1.4.4.20260205 (in
+``.venv``) and ``duckdb-extension-httpfs`` 1.5.5 (in ``.venv-duckdb15``) install it, on each
+interpreter's ``sys.path`` (``PYTHONPATH`` counts).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+from pyiceberg.table import Table
+
+from peers._common import PeerError, run_child, side_python
+from peers.rest_catalog import RestCatalogServer
+from puffin.iceberg import append, delete_rows, deletion_vector_refs, scan_table, upgrade_to_v3
+
+pytestmark = [pytest.mark.peer, pytest.mark.java]
+
+NAMESPACE = "db"
+NO_HTTPFS = (
+    "An error occurred while trying to automatically install the required extension 'httpfs'"
+)
+V3_DELETE_1_4 = "Not implemented Error: Delete from Iceberg V3 tables"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RestCatalogServer]:
+    with RestCatalogServer(tmp_path_factory.mktemp("rest")) as running:
+        running.catalog().create_namespace(NAMESPACE)
+        yield running
+
+
+def batch(start: int, count: int) -> pa.Table:
+    ids = list(range(start, start + count))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "name": pa.array([f"row-{i}" for i in ids], pa.string()),
+        "score": pa.array([i * 0.5 for i in ids], pa.float64()),
+    })
+
+
+def rows(table: pa.Table) -> list[tuple[object, ...]]:
+    """Rows of the model's columns, sorted: the order of a scan is not a contract."""
+    columns = [table.column(name).to_pylist() for name in ("id", "name", "score")]
+    return sorted(zip(*columns, strict=True))
+
+
+def v2_table(server: RestCatalogServer, name: str, first: pa.Table) -> Table:
+    """A v2 table pyiceberg creates and appends ``first`` to, through the REST catalog."""
+    catalog = server.catalog()
+    table = catalog.create_table(f"{NAMESPACE}.{name}", schema=first.schema,
+                                 properties={"format-version": "2"})
+    table.append(first)
+    return catalog.load_table(f"{NAMESPACE}.{name}")
+
+
+def live_delete_files(table: Table) -> list[tuple[str, str, int]]:
+    """(format, path, record count) of every live delete file of the current snapshot."""
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    found = []
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content != ManifestContent.DELETES:
+            continue
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            if entry.status == ManifestEntryStatus.DELETED:
+                continue
+            found.append((entry.data_file.file_format.value, entry.data_file.file_path,
+                          entry.data_file.record_count))
+    return sorted(found)
+
+
+def test_pyiceberg_creates_appends_and_reads_through_java(server: RestCatalogServer) -> None:
+    first, second = batch(0, 20), batch(20, 5)
+    table = v2_table(server, "plain", first)
+    table.append(second)
+    table = server.catalog().load_table(f"{NAMESPACE}.plain")
+
+    assert table.metadata.format_version == 2
+    assert Path(table.metadata_location).is_file()  # written by Java's HadoopFileIO
+    assert str(table.metadata_location).startswith(str(server.warehouse))
+    assert len(table.metadata.snapshots) == 2
+    assert rows(table.scan().to_arrow()) == rows(pa.concat_tables([first, second]))
+    assert [NAMESPACE] == [ns[0] for ns in server.catalog().list_namespaces()]
+
+
+def test_our_v3_commits_pass_java_metadata_builder(server: RestCatalogServer) -> None:
+    first, second = batch(0, 30), batch(100, 10)
+    table = v2_table(server, "v3", first)
+
+    table = upgrade_to_v3(table)
+    assert table.metadata.format_version == 3
+    deleted = delete_rows(table, "id < 7")
+    assert deleted.deleted_rows == 7
+    table = append(server.catalog().load_table(f"{NAMESPACE}.v3"), second)
+    # a second delete across both data files: one more vector, the first one replaced
+    deleted = delete_rows(table, "id >= 25 and id < 105")
+    assert deleted.deleted_rows == 5 + 5
+
+    table = server.catalog().load_table(f"{NAMESPACE}.v3")  # Java's metadata, as committed
+    everything = pa.concat_tables([first, second])
+    keep = pc.invert(pc.or_(pc.less(everything["id"], 7),
+                            pc.and_(pc.greater_equal(everything["id"], 25),
+                                    pc.less(everything["id"], 105))))
+    model = everything.filter(keep)
+    assert table.metadata.format_version == 3
+    assert rows(scan_table(table).to_arrow()) == rows(model)
+    # Row lineage as Java accepted it: the rows of `first` got ids 0..29 when the delete's
+    # manifest list assigned the data manifest its first-row-id, the appended rows 30..39.
+    assert table.metadata.next_row_id == len(first) + len(second)
+    lineage = scan_table(table, selected_fields=("id", "_row_id")).to_arrow()
+    expected = {i: i for i in range(30)} | {100 + j: 30 + j for j in range(10)}
+    assert dict(zip(lineage["id"].to_pylist(), lineage["_row_id"].to_pylist(), strict=True)) \
+        == {i: expected[i] for i in model["id"].to_pylist()}
+    refs = deletion_vector_refs(table)
+    assert sorted(ref.record_count for ref in refs) == [5, 7 + 5]
+    assert all(fmt == "PUFFIN" for fmt, _, _ in live_delete_files(table))
+
+
+def test_java_refuses_an_invalid_commit(server: RestCatalogServer) -> None:
+    """The control: the server does check, with Java's message, and commits nothing."""
+    from pyiceberg.exceptions import BadRequestError
+    from pyiceberg.table.update import AddSnapshotUpdate
+
+    table = v2_table(server, "control", batch(0, 3))
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    catalog = server.catalog()
+    with pytest.raises(BadRequestError, match="ValidationException: Snapshot already exists"):
+        catalog.commit_table(table, (), (AddSnapshotUpdate(snapshot=snapshot),))
+    after = catalog.load_table(f"{NAMESPACE}.control")
+    assert after.metadata_location == table.metadata_location
+
+
+# DuckDB -----------------------------------------------------------------------------------
+
+FIND_HTTPFS = """
+import glob, sys
+found = [p for entry in sys.path
+         for p in glob.glob(entry + "/{package}/extensions/v{version}/**/httpfs.duckdb_extension",
+                            recursive=True)]
+print(found[0] if found else "")
+"""
+
+
+def httpfs_file(python: str, package: str, version: str) -> str:
+    """The httpfs extension a wheel put on ``python``'s path, or '' if there is none."""
+    done = subprocess.run(
+        [python, "-c", FIND_HTTPFS.format(package=package, version=version)],
+        capture_output=True, text=True, check=True, timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def attach_sql(server: RestCatalogServer) -> str:
+    return (f"ATTACH '{server.warehouse}' AS rest (TYPE iceberg, ENDPOINT '{server.uri}', "
+            "AUTHORIZATION_TYPE 'none')")
+
+
+def v3_table_with_vector(server: RestCatalogServer, name: str) -> tuple[Table, pa.Table]:
+    """A v3 table of our library's: 40 rows in one file, rows 0..3 deleted with a vector."""
+    first = batch(0, 40)
+    table = upgrade_to_v3(v2_table(server, name, first))
+    delete_rows(table, "id < 4")
+    table = server.catalog().load_table(f"{NAMESPACE}.{name}")
+    (ref,) = deletion_vector_refs(table)
+    assert ref.record_count == 4
+    return table, first
+
+
+def test_duckdb_1_4_deletes_through_the_rest_catalog(server: RestCatalogServer) -> None:
+    import sys
+
+    from puffin.conformance.adapters._tables import connect_duckdb
+
+    table, _ = v3_table_with_vector(server, "duck14")
+    before = table.metadata_location
+    httpfs = httpfs_file(sys.executable, "duckdb_ext", "1.4.4")
+    con = connect_duckdb()
+    try:
+        if not httpfs:
+            with pytest.raises(Exception, match=NO_HTTPFS):
+                con.execute(attach_sql(server))
+            return
+        con.execute(f"LOAD '{httpfs}'")
+        con.execute(attach_sql(server))
+        assert con.execute(f"SELECT count(*) FROM rest.{NAMESPACE}.duck14").fetchall() == [(36,)]
+        with pytest.raises(Exception, match=V3_DELETE_1_4):
+            con.execute(f"DELETE FROM rest.{NAMESPACE}.duck14 WHERE id = 10")
+    finally:
+        con.close()
+    after = server.catalog().load_table(f"{NAMESPACE}.duck14")
+    assert after.metadata_location == before  # nothing was committed
+
+
+def test_duckdb_1_5_deletes_through_the_rest_catalog(server: RestCatalogServer) -> None:
+    python = side_python(".venv-duckdb15")
+    table, first = v3_table_with_vector(server, "duck15")
+    (ours,) = deletion_vector_refs(table)
+    httpfs = httpfs_file(str(python), "duckdb_extension_httpfs", "1.5.5")
+    delete = f"DELETE FROM rest.{NAMESPACE}.duck15 WHERE id >= 10 AND id < 13"
+    if not httpfs:
+        with pytest.raises(PeerError, match=NO_HTTPFS):
+            run_child(python, "_duckdb15_query.py", [f"{attach_sql(server)}; {delete}"],
+                      timeout=180)
+        return
+    done = run_child(python, "_duckdb15_query.py",
+                     [f"LOAD '{httpfs}'; {attach_sql(server)}; {delete}"], timeout=180)
+    assert done.column(0).to_pylist() == [3]
+
+    table = server.catalog().load_table(f"{NAMESPACE}.duck15")
+    model = first.filter(pc.invert(pc.or_(
+        pc.less(first["id"], 4),
+        pc.and_(pc.greater_equal(first["id"], 10), pc.less(first["id"], 13)))))
+    assert rows(scan_table(table).to_arrow()) == rows(model)
+    # DuckDB 1.5.5 wrote a Puffin deletion vector (no Parquet position deletes) that holds
+    # our vector's positions and its own, and dropped ours from the live delete manifests.
+    (theirs,) = deletion_vector_refs(table)
+    assert theirs.referenced_data_file == ours.referenced_data_file
+    assert theirs.path != ours.path and theirs.record_count == 4 + 3
+    assert live_delete_files(table) == [("PUFFIN", theirs.path, 7)]
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.summary is not None
+    assert snapshot.summary.operation.value == "delete"
+    assert "POST /v1/transactions/commit -> 204" in server.log()
