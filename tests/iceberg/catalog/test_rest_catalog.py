@@ -9,8 +9,9 @@ test with Java's message (pyiceberg raises the REST error).
 DuckDB attaches the same catalog (``ATTACH ... (TYPE iceberg, ENDPOINT ...)``) and deletes
 from a v3 table our library made. What each version does is pinned here:
 
-* without DuckDB's ``httpfs`` extension (the venvs of ``make peers`` do not have it) the
-  ATTACH itself fails: the iceberg extension's REST client is httpfs's;
+* without DuckDB's ``httpfs`` extension the ATTACH itself fails (the iceberg extension's
+  REST client is httpfs's): ``make peers`` installs it, and under ``make test`` its absence
+  fails the run;
 * with it, DuckDB 1.4.4 refuses the delete (``Delete from Iceberg V3 tables`` is not
   implemented) and DuckDB 1.5.5 commits it, as one Puffin deletion vector per data file that
   merges the vector our library wrote (``POST /v1/transactions/commit``).
@@ -194,6 +195,14 @@ def v3_table_with_vector(server: RestCatalogServer, name: str) -> tuple[Table, p
     return table, first
 
 
+def _require_httpfs(what: str) -> None:
+    """Under ``make test`` the peers' venvs have httpfs (``make peers``): its absence fails."""
+    import os
+
+    if os.environ.get("PUFFIN_REQUIRE_PEERS") == "1":
+        pytest.fail(f"{what} is not installed: run `make peers`")
+
+
 def test_duckdb_1_4_deletes_through_the_rest_catalog(server: RestCatalogServer) -> None:
     import sys
 
@@ -205,6 +214,7 @@ def test_duckdb_1_4_deletes_through_the_rest_catalog(server: RestCatalogServer) 
     con = connect_duckdb()
     try:
         if not httpfs:
+            _require_httpfs("duckdb-ext-httpfs in .venv")
             with pytest.raises(Exception, match=NO_HTTPFS):
                 con.execute(attach_sql(server))
             return
@@ -226,6 +236,7 @@ def test_duckdb_1_5_deletes_through_the_rest_catalog(server: RestCatalogServer) 
     httpfs = httpfs_file(str(python), "duckdb_extension_httpfs", "1.5.5")
     delete = f"DELETE FROM rest.{NAMESPACE}.duck15 WHERE id >= 10 AND id < 13"
     if not httpfs:
+        _require_httpfs("duckdb-extension-httpfs in .venv-duckdb15")
         with pytest.raises(PeerError, match=NO_HTTPFS):
             run_child(python, "_duckdb15_query.py", [f"{attach_sql(server)}; {delete}"],
                       timeout=180)
