@@ -11,7 +11,7 @@ EXTRAS := test,arrow,iceberg,spark,peers
 SAIL_VENV    := .venv-sail
 SAIL_PINS    := pysail==0.7.2 pyspark-client==4.2.0
 DUCK15_VENV  := .venv-duckdb15
-DUCK15_PINS  := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 pyarrow==26.0.1
+DUCK15_PINS  := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 duckdb-extension-httpfs==1.5.5 pyarrow==26.0.1
 # Iceberg Java 1.10.2 on Spark 3.5 (pyspark 4 is in .venv); tools/java_peer_setup.py adds the
 # relocated Jackson and the SQLite JDBC driver in .venv-java/jars.
 JAVA_VENV    := .venv-java
