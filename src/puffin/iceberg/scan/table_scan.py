@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TableScan", "scan_table"]
 
+
 def scan_table(
     table: Table,
     row_filter: str | BooleanExpression | None = None,
