@@ -258,6 +258,41 @@ def test_java_finds_nothing_left_after_our_expire(tmp_path: Path, java: JavaPeer
     assert found == [stray], found
 
 
+def test_our_orphans_are_javas_orphans(tmp_path: Path, java: JavaPeer) -> None:
+    """remove_orphan_files' dry run lists exactly what Java's remove_orphan_files (dry run)
+    lists, on a table with history and stray files of every kind; then ours removes them and
+    Java finds nothing."""
+    import datetime
+
+    from puffin.iceberg import remove_orphan_files
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.orph", rows=2000, files=2))
+    table = delete_rows(table, "category < 30").table
+    table = append(table, sample_batch(100, start=5000, seed=2))
+    compute_table_statistics(table, progress=False)
+    table = catalog.load_table("db.orph")
+    root = Path(local_path(table.location()) or "")
+    strays = [root / "data" / "killed.parquet", root / "data" / "killed-deletes.puffin",
+              root / "metadata" / "killed-m0.avro", root / "metadata" / "snap-9-killed.avro",
+              root / "metadata" / "1-killed.stats"]
+    for path in strays:
+        path.write_bytes(b"stray")
+    old = (datetime.datetime.now() - datetime.timedelta(days=2)).timestamp()
+    for path in root.rglob("*"):
+        os.utime(path, (old, old))
+    cutoff = (datetime.datetime.now() - datetime.timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
+    call = (f"CALL `default`.system.remove_orphan_files(table => 'db.orph', "
+            f"older_than => TIMESTAMP '{cutoff}', dry_run => true)")
+    listed = java.sql(call, warehouse=tmp_path).column(0).to_pylist()
+    javas = {Path(local_path(p) or "") for p in listed}
+    ours = remove_orphan_files(table, older_than=datetime.timedelta(days=1), dry_run=True)
+    assert {Path(o.path) for o in ours.orphans} == javas == set(strays)
+    removed = remove_orphan_files(table, older_than=datetime.timedelta(days=1)).removed
+    assert {Path(o.path) for o in removed} == set(strays)
+    assert java.sql(call, warehouse=tmp_path).num_rows == 0
+
+
 def _ids(table: pa.Table) -> set[int]:
     return set(table.column("id").to_pylist())
 

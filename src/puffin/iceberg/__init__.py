@@ -64,6 +64,8 @@ _LAZY: dict[str, str] = {
     "create_sample_table": "puffin.iceberg.catalog.sample",
     "delete_rows": "puffin.iceberg.deletes.rows",
     "expire_snapshots": "puffin.iceberg.maintenance.expire",
+    "remove_orphan_files": "puffin.iceberg.maintenance.orphans",
+    "OrphanResult": "puffin.iceberg.maintenance.orphans",
     "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
     "deletion_vector_refs": "puffin.iceberg.metadata.delete_files",
     "load_catalog": "puffin.iceberg.catalog.catalogs",
@@ -112,6 +114,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_table_deletion_vectors,
     )
     from puffin.iceberg.maintenance.expire import ExpireResult, expire_snapshots
+    from puffin.iceberg.maintenance.orphans import OrphanResult, remove_orphan_files
     from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
     from puffin.iceberg.scan.table_scan import TableScan, scan_table
     from puffin.iceberg.statistics.compute import (
@@ -148,6 +151,7 @@ __all__ = [
     "DeleteResult",
     "DeletionVectorRef",
     "ExpireResult",
+    "OrphanResult",
     "SkippedColumnWarning",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
@@ -174,6 +178,7 @@ __all__ = [
     "overwrite",
     "read_table_deletion_vectors",
     "read_table_statistics",
+    "remove_orphan_files",
     "sample_batch",
     "sample_schema",
     "scan_table",

@@ -27,7 +27,8 @@ from puffin.iceberg import (
     verify_table,
     write_table_deletion_vectors,
 )
-from puffin.iceberg.verify.orphans import clean_orphans, find_orphans, parse_age
+from puffin.iceberg.maintenance.orphans import remove_orphan_files
+from puffin.iceberg.verify.orphans import find_orphans, parse_age
 from tests.cli.test_cli import check_shape, documented_shape
 
 
@@ -84,7 +85,7 @@ def test_age_threshold_and_parsing(tmp_path: Path) -> None:
     old = sorted(orphans)[0]
     os.utime(old, (past, past))
     assert {o.path for o in find_orphans(table)} == orphans
-    removed = clean_orphans(table, dry_run=False)  # default: older than 3 days
+    removed = remove_orphan_files(table).removed  # default: older than 3 days
     assert [o.path for o in removed] == [old]
     assert parse_age("90s").total_seconds() == 90 and parse_age("2w").days == 14
     with pytest.raises(UsageError, match="not an age"):
@@ -121,7 +122,7 @@ def test_every_kind_of_file_is_covered_and_hidden_files_are_not(tmp_path: Path) 
     (root / "data" / f".{data.name}.crc").write_bytes(b"crc")
     found = {o.path: o.kind for o in find_orphans(table)}
     assert found == {str(p): kind for kind, p in strays.items()}
-    removed = clean_orphans(table, older_than=datetime.timedelta(0), dry_run=False)
+    removed = remove_orphan_files(table, older_than=datetime.timedelta(0)).removed
     assert len(removed) == len(strays) and (root / "data" / f".{data.name}.crc").exists()
     assert verify_table(table.refresh()).ok
     assert table.refresh().scan().to_arrow().num_rows == table.scan().to_arrow().num_rows

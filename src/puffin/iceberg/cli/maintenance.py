@@ -80,10 +80,12 @@ def add_maintenance_commands(
 
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.verify.orphans import clean_orphans, parse_age
+    from puffin.iceberg.maintenance.orphans import remove_orphan_files
+    from puffin.iceberg.verify.orphans import parse_age
 
     age = parse_age(args.older_than)
-    found = clean_orphans(table, older_than=age, dry_run=not args.delete)
+    result = remove_orphan_files(table, older_than=age, dry_run=not args.delete)
+    found = result.removed
     if args.json:
         doc = {
             "table": args.table,
@@ -106,6 +108,8 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
         print(f"  {o.kind:<13} {o.path}  {o.size} bytes  {o.modified:%Y-%m-%d %H:%M}")
     total = sum(o.size for o in found)
     print(f"{verb} {len(found)} orphan file(s), {total} bytes")
+    for location in result.skipped_outside_table:
+        print(f"  skipped (a link out of the table's locations): {location}")
     if found and not args.delete:
         print("  (a dry run: add --delete to remove them)")
     return 0

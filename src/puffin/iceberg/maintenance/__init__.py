@@ -1,1 +1,2 @@
-"""Keeping a table healthy: expiring snapshots, and the guard every maintenance delete takes."""
+"""Keeping a table healthy: expiring snapshots, removing orphans, and the guard every
+maintenance delete takes."""

@@ -31,12 +31,12 @@ class Deletions:
     deleted: dict[str, list[int]] = field(default_factory=dict)  # kind -> [files, bytes]
     skipped_outside_table: list[str] = field(default_factory=list)
 
-    def delete(self, location: str, kind: str) -> None:
-        """Delete ``location`` if the table owns it; skip (and note) it otherwise. A file
-        already gone counts as nothing."""
+    def delete(self, location: str, kind: str) -> bool:
+        """Delete ``location`` if the table owns it (True); skip and note it otherwise. A
+        file already gone counts as nothing (False)."""
         if not self.locations.owns(location):
             self.skipped_outside_table.append(location)
-            return
+            return False
         local = local_path(location)
         try:
             if local is not None:
@@ -47,7 +47,8 @@ class Deletions:
                 size = len(self.table.io.new_input(location))
                 self.table.io.delete(location)
         except FileNotFoundError:
-            return
+            return False
         tally = self.deleted.setdefault(kind, [0, 0])
         tally[0] += 1
         tally[1] += size
+        return True

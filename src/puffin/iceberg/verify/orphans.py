@@ -1,4 +1,4 @@
-"""Files in a table's folders that no snapshot references, and their cleanup.
+"""Files in a table's folders that no snapshot references (their removal is maintenance's).
 
 A deletion-vector job that was never committed, a write killed before its commit, a commit
 whose outcome was unknown, a statistics file replaced by a newer one: each leaves a file
@@ -8,9 +8,9 @@ manifest lists, metadata files, statistics): a file counts as referenced when an
 still in the metadata reaches it, when it is a statistics or partition-statistics file, or
 when it is the current or a logged metadata file.  Hidden files (``.``/``_`` names, such
 as Hadoop's ``.crc`` side files) and ``version-hint.text`` are never listed, as in Iceberg
-Java's ``DeleteOrphanFiles``.  :func:`clean_orphans` removes those older than a threshold,
-and only when asked (default age 3 days, so that a commit still in flight keeps the files
-it just wrote).
+Java's ``DeleteOrphanFiles``.  :func:`puffin.iceberg.maintenance.orphans.remove_orphan_files`
+removes those older than a threshold (default age 3 days, so that a commit still in flight
+keeps the files it just wrote).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_OLDER_THAN",
     "Orphan",
-    "clean_orphans",
     "find_orphans",
     "kind_of",
     "parse_age",
@@ -122,34 +121,3 @@ def find_orphans(table: Table) -> list[Orphan]:
             when = datetime.datetime.fromtimestamp(st.st_mtime, tz=datetime.timezone.utc)
             out.append(Orphan(path, st.st_size, when, kind_of(path)))
     return sorted(out, key=lambda o: (o.modified, o.path))
-
-
-def clean_orphans(
-    table: Table,
-    *,
-    older_than: datetime.timedelta = DEFAULT_OLDER_THAN,
-    dry_run: bool = True,
-) -> list[Orphan]:
-    """The orphans older than ``older_than``; removed unless ``dry_run`` (the default).
-
-    The table is refreshed first and each file is checked against the references again,
-    so a file a concurrent commit has just registered is never removed.
-    """
-    if older_than < datetime.timedelta(0):
-        raise UsageError("older_than must not be negative")
-    table = table.refresh()
-    cutoff = datetime.datetime.now(datetime.timezone.utc) - older_than
-    chosen = [o for o in find_orphans(table) if o.modified <= cutoff]
-    if dry_run or not chosen:
-        return chosen
-    still = referenced_files(table.refresh())
-    removed = []
-    for orphan in chosen:
-        if orphan.path in still:
-            continue
-        try:
-            os.remove(orphan.path)
-        except FileNotFoundError:
-            continue
-        removed.append(orphan)
-    return removed
