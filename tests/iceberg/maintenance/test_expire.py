@@ -27,9 +27,8 @@ from puffin.iceberg import (
     verify_table,
 )
 from puffin.iceberg import overwrite as overwrite_rows
-from puffin.iceberg.maintenance.expire import reachable
 from puffin.iceberg.maintenance.guard import TableLocations, normalise
-from puffin.iceberg.verify.orphans import find_orphans
+from puffin.iceberg.verify.orphans import find_orphans, reachable_files
 from puffin.io.locations import local_path
 
 NOW = datetime.timedelta(0)
@@ -54,7 +53,7 @@ def _history(tmp_path: Path) -> tuple[Any, pa.Table]:
 def test_expiring_everything_but_the_current_snapshot(tmp_path: Path) -> None:
     table, rows = _history(tmp_path)
     old_snapshots = {s.snapshot_id for s in table.snapshots()}
-    everything = reachable(table)
+    everything = reachable_files(table)
     result = expire_snapshots(table, older_than=NOW)
     table = result.table
     current = table.current_snapshot()
@@ -64,7 +63,7 @@ def test_expiring_everything_but_the_current_snapshot(tmp_path: Path) -> None:
     assert set(result.expired_snapshot_ids) == old_snapshots - {current.snapshot_id}
     assert scan_table(table).to_arrow().sort_by("id").equals(rows)
     # Every file only the expired snapshots reached is gone; every file still reached stays.
-    live = reachable(table, live_only=True)
+    live = reachable_files(table, live_only=True)
     gone = everything - live
     assert gone and not any(os.path.exists(local_path(p) or "") for p in gone)
     assert all(os.path.exists(local_path(p) or "") for p in live)

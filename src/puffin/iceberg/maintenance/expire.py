@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import UsageError
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations
 from puffin.iceberg.metadata.commits import main_branch_requirements, with_retries
-from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
 from puffin.iceberg.metadata.v3 import commit
-from puffin.iceberg.verify.orphans import kind_of
+from puffin.iceberg.verify.orphans import kind_of, reachable_files
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -114,8 +113,8 @@ def expire_snapshots(
     if removed:
         # What the table reaches now, read after the commit: a file a concurrent commit has
         # just made reachable again is kept.
-        live = reachable(committed.refresh(), live_only=True)
-        for location in sorted(reachable(table, old) - live):
+        live = reachable_files(committed.refresh(), live_only=True)
+        for location in sorted(reachable_files(table, old) - live):
             deletions.delete(location, kind_of(location))
     return ExpireResult(
         committed,
@@ -162,26 +161,3 @@ def expired_snapshots(metadata: TableMetadata, cutoff_ms: int, retain_last: int)
         for s in metadata.snapshots
         if s.snapshot_id not in kept and s.timestamp_ms < cutoff_ms
     }
-
-
-def reachable(
-    table: Table, metadata: TableMetadata | None = None, *, live_only: bool = False
-) -> set[str]:
-    """Every file the snapshots of ``metadata`` (default: the table's) reach: manifest
-    lists, manifests, data and delete files, and statistics files. ``live_only``: a content
-    file counts only through a live entry (a file a kept snapshot deleted is reached by
-    nothing, as Java's ``all_files`` sees it)."""
-    meta = metadata if metadata is not None else table.metadata
-    found: set[str] = set()
-    found.update(s.statistics_path for s in meta.statistics)
-    found.update(p.statistics_path for p in meta.partition_statistics)
-    manifests: set[str] = set()
-    for snapshot in meta.snapshots:
-        found.add(snapshot.manifest_list)
-        for manifest in read_manifest_list(table.io, snapshot.manifest_list):
-            if manifest.manifest_path in manifests:
-                continue
-            manifests.add(manifest.manifest_path)
-            for entry in read_manifest_entries(table.io, manifest, include_deleted=not live_only):
-                found.add(str(entry.data_file.file_path))
-    return found | manifests

@@ -27,6 +27,7 @@ from puffin.io.locations import local_path, location_key
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
 
 __all__ = [
     "DEFAULT_OLDER_THAN",
@@ -34,6 +35,7 @@ __all__ = [
     "find_orphans",
     "kind_of",
     "parse_age",
+    "reachable_files",
     "referenced_files",
 ]
 
@@ -66,21 +68,30 @@ def parse_age(text: str) -> datetime.timedelta:
 def referenced_files(table: Table) -> set[str]:
     """Every file the table metadata references, in any snapshot, as :func:`location_key`
     keys: metadata files, manifest lists, manifests, data and delete files, statistics."""
-    found: set[str] = {table.metadata_location}
-    found.update(entry.metadata_file for entry in table.metadata.metadata_log)
-    for stats in [*table.metadata.statistics, *table.metadata.partition_statistics]:
-        found.add(stats.statistics_path)
-    seen: set[str] = set()
-    for snapshot in table.metadata.snapshots:
+    found = {table.metadata_location, *(e.metadata_file for e in table.metadata.metadata_log)}
+    return {location_key(p) for p in found | reachable_files(table)}
+
+
+def reachable_files(
+    table: Table, metadata: TableMetadata | None = None, *, live_only: bool = False
+) -> set[str]:
+    """Every file the snapshots of ``metadata`` (default: the table's) reach, as written:
+    manifest lists, manifests, data and delete files, statistics and partition-statistics
+    files. ``live_only``: a content file counts only through a live entry (a file a kept
+    snapshot deleted is reached by nothing, as Java's ``all_files`` sees it)."""
+    meta = metadata if metadata is not None else table.metadata
+    found: set[str] = {s.statistics_path for s in meta.statistics}
+    found.update(p.statistics_path for p in meta.partition_statistics)
+    manifests: set[str] = set()
+    for snapshot in meta.snapshots:
         found.add(snapshot.manifest_list)
         for manifest in read_manifest_list(table.io, snapshot.manifest_list):
-            found.add(manifest.manifest_path)
-            if manifest.manifest_path in seen:
+            if manifest.manifest_path in manifests:
                 continue
-            seen.add(manifest.manifest_path)
-            for entry in read_manifest_entries(table.io, manifest, include_deleted=True):
+            manifests.add(manifest.manifest_path)
+            for entry in read_manifest_entries(table.io, manifest, include_deleted=not live_only):
                 found.add(str(entry.data_file.file_path))
-    return {location_key(p) for p in found}
+    return found | manifests
 
 
 def kind_of(path: str) -> str:
@@ -98,14 +109,15 @@ def kind_of(path: str) -> str:
     return "data"
 
 
-def find_orphans(table: Table) -> list[Orphan]:
-    """Files under the table's location that nothing references, oldest first.  Tables
-    outside the local file system are not listed (their FileIO cannot list); they give an
-    empty list."""
+def find_orphans(table: Table, referenced: set[str] | None = None) -> list[Orphan]:
+    """Files under the table's location that nothing references, oldest first (``referenced``:
+    :func:`referenced_files` of the table, when the caller has read it).  Tables outside the
+    local file system are not listed (their FileIO cannot list); they give an empty list."""
     root = local_path(table.location())
     if root is None or not os.path.isdir(root):
         return []
-    referenced = referenced_files(table)
+    if referenced is None:
+        referenced = referenced_files(table)
     out = []
     for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(_HIDDEN)]

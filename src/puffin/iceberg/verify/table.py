@@ -315,6 +315,7 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
         _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
         report.problems.extend(TableProblem("table", p, m) for p, m in findings)
+    referenced = referenced_files(table)  # every manifest read once, for both warnings
     report.warnings.extend(
         TableProblem(
             "orphan",
@@ -322,14 +323,14 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
             f"{o.size} bytes, referenced by no snapshot or statistics entry "
             "(`puffin table clean-orphans` removes it)",
         )
-        for o in find_orphans(table)
+        for o in find_orphans(table, referenced)
     )
     report.warnings.extend(_stale_statistics(table))
-    report.warnings.extend(_outside_table(table))
+    report.warnings.extend(_outside_table(table, referenced))
     return report
 
 
-def _outside_table(table: Table) -> list[TableProblem]:
+def _outside_table(table: Table, referenced: set[str]) -> list[TableProblem]:
     """A warning for each file the metadata references outside the table's locations
     (an added file kept where it was, or metadata pointing at another table's files):
     maintenance never deletes such a file."""
@@ -343,7 +344,7 @@ def _outside_table(table: Table) -> list[TableProblem]:
             "referenced by the metadata but outside the table's locations: expiring or "
             "compacting never deletes it (allow its prefix to let them)",
         )
-        for path in sorted(referenced_files(table))
+        for path in sorted(referenced)
         if not owned.owns(path)
     ]
 
