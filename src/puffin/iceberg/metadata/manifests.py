@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_OFFSET",
     "CONTENT_SIZE",
+    "FIRST_ROW_ID",
     "REFERENCED_DATA_FILE",
     "DeleteFileKey",
     "delete_file_key",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 # Positions of the v3-only data_file fields in pyiceberg's v3 DataFile struct.
-REFERENCED_DATA_FILE, CONTENT_OFFSET, CONTENT_SIZE = 17, 18, 19
+FIRST_ROW_ID, REFERENCED_DATA_FILE, CONTENT_OFFSET, CONTENT_SIZE = 16, 17, 18, 19
 
 #: A delete file's path, and for a deletion vector the data file it references.
 DeleteFileKey = tuple[str, "str | None"]

@@ -43,9 +43,6 @@ LINEAGE_COLUMNS = {
     "_last_updated_sequence_number": LAST_UPDATED_FIELD_ID,
 }
 
-# Position of first_row_id in pyiceberg's v3 data-file struct.
-_FIRST_ROW_ID = 16
-
 
 @dataclass(frozen=True)
 class FileLineage:
@@ -60,7 +57,11 @@ def file_lineage(table: Table, snapshot: Snapshot) -> dict[str, FileLineage]:
     """``{data file path: FileLineage}`` of every live data file of ``snapshot``."""
     from pyiceberg.manifest import ManifestContent
 
-    from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
+    from puffin.iceberg.metadata.manifests import (
+        FIRST_ROW_ID,
+        read_manifest_entries,
+        read_manifest_list,
+    )
     from puffin.iceberg.metadata.v3 import first_row_id_of
 
     out: dict[str, FileLineage] = {}
@@ -70,7 +71,7 @@ def file_lineage(table: Table, snapshot: Snapshot) -> dict[str, FileLineage]:
         next_id = first_row_id_of(manifest)
         for entry in read_manifest_entries(table.io, manifest):  # live entries, in order
             df = entry.data_file
-            first = df[_FIRST_ROW_ID] if len(df) > _FIRST_ROW_ID else None
+            first = df[FIRST_ROW_ID] if len(df) > FIRST_ROW_ID else None
             if next_id is None:
                 first = None  # Java: a committed manifest without first_row_id has no lineage
             elif first is None:
