@@ -5,21 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from puffin.cli._common import opened, require_output
+from puffin.cli._common import is_terminal, opened, require_output
 from puffin.errors import UsageError
 
 __all__ = ["run"]
 
 
-def _stdout_is_terminal() -> bool:
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):  # closed or unusual streams
-        return False
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.output is None and _stdout_is_terminal():
+    if args.output is None and is_terminal(sys.stdout):
         # Binary on a terminal shows garbage and can drive it (escape sequences).
         raise UsageError(
             "refusing to write a blob's binary payload to a terminal: redirect standard "

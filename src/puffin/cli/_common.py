@@ -119,6 +119,15 @@ def require_regular(path: str, what: str = "a Puffin file") -> None:
         raise error
 
 
+def is_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (False for closed or unusual streams): binary output
+    is refused there, since it shows garbage and escape sequences can drive the terminal."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def require_output(path: str, option: str = "--output") -> None:
     """A usage error (exit status 2) when the file to write is an existing directory, raised
     before any work, rather than failing at the end with ``Is a directory``."""

@@ -65,12 +65,12 @@ def add_scan_command(
 
 
 def _run(args: argparse.Namespace, table: Any) -> int:
-    from puffin.cli._common import require_output
+    from puffin.cli._common import is_terminal, require_output
     from puffin.iceberg.scan.table_scan import scan_table
 
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, got {args.limit}")
-    binary_out = getattr(sys.stdout, "buffer", None) is not None and not _is_terminal(sys.stdout)
+    binary_out = getattr(sys.stdout, "buffer", None) is not None and not is_terminal(sys.stdout)
     if args.output is None and args.format == "parquet" and not binary_out:
         raise UsageError("refusing to write Parquet to a terminal: pass --output FILE")
     if args.output is not None:
@@ -84,38 +84,34 @@ def _run(args: argparse.Namespace, table: Any) -> int:
     if args.output is None:
         sys.stdout.flush()
         out = getattr(sys.stdout, "buffer", None)
-        write(reader, out if out is not None else _TextOut(sys.stdout))
-        sys.stdout.flush()
-        if out is not None:
-            out.flush()
+        if out is None:  # a program that replaced stdout with a text stream gets the text
+            out = _BinaryOut(lambda b: sys.stdout.write(bytes(b).decode()), sys.stdout.flush)
+        write(reader, out)
+        out.flush()
         return 0
     from puffin.io.local import LocalSink
 
     sink = LocalSink(args.output)
     try:
-        write(reader, _SinkFile(sink))
+        write(reader, _BinaryOut(sink.write))
         sink.commit()
     finally:
         sink.discard()
     return 0
 
 
-def _is_terminal(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
+class _BinaryOut:
+    """A byte sink as the file object pyarrow's writers take: ``write`` takes the bytes,
+    ``flush`` (optional) follows each flush."""
 
-
-class _TextOut:
-    """A text stream (stdout replaced by a program embedding the CLI) as a binary one."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream, self._written, self.closed = stream, 0, False
+    def __init__(
+        self, write: Callable[[memoryview], Any], flush: Callable[[], Any] = lambda: None
+    ) -> None:
+        self._write, self._flush, self._written, self.closed = write, flush, 0, False
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
-        self._stream.write(bytes(view).decode())
+        self._write(view)
         self._written += len(view)
         return len(view)
 
@@ -123,29 +119,7 @@ class _TextOut:
         return self._written
 
     def flush(self) -> None:
-        self._stream.flush()
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class _SinkFile:
-    """A :class:`~puffin.io.local.LocalSink` as the file object pyarrow's writers take."""
-
-    def __init__(self, sink: Any) -> None:
-        self._sink, self._written, self.closed = sink, 0, False
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        self._sink.write(view)
-        self._written += len(view)
-        return len(view)
-
-    def tell(self) -> int:
-        return self._written
-
-    def flush(self) -> None:
-        pass
+        self._flush()
 
     def close(self) -> None:
         self.closed = True
