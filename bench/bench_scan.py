@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -36,10 +35,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_row_deletes import make_base
+from bench_row_deletes import _load, make_base
 
 from puffin.conformance.adapters._tables import connect_duckdb
 from puffin.iceberg import delete_rows, scan_table, upgrade_to_v3
+from puffin.io.locations import local_path
 
 # state: (the model's deleted rows are ``amount < bound``, the delete commits)
 STATES = {
@@ -95,7 +95,7 @@ def _deleted(paths: list[str], bound: int) -> int:
 
     total = 0
     for path in paths:
-        amount = pq.read_table(path.removeprefix("file://"), columns=["amount"])["amount"]
+        amount = pq.read_table(local_path(path) or path, columns=["amount"])["amount"]
         total += int(pc.sum(pc.less(amount, bound)).as_py() or 0)
     return total
 
@@ -122,7 +122,7 @@ def _streaming(warehouse: Path, name: str) -> dict[str, Any]:
 
 
 def _row_group_bytes(path: str) -> int:
-    return int(pq.ParquetFile(path.removeprefix("file://")).read_row_group(0).nbytes)
+    return int(pq.ParquetFile(local_path(path) or path).read_row_group(0).nbytes)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
-    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus", flush=True)
+    print(_load(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
         folder = Path(tmp)
         catalog, base, _ = make_base(folder, args.rows, args.files)
@@ -182,7 +182,7 @@ def _report(args: argparse.Namespace, results: dict[str, dict[str, float]], grou
             f"{f['ours'] / undeleted:.2f}x", f"{f['duckdb read']:.3f}", f"{f['duckdb count']:.3f}",
             f"{f['stream growth / row group']:.2f}", f"{f['stream peak MiB']:.0f}",
         ]))
-    print(f"load average {os.getloadavg()[0]:.2f}; peak RSS of this process "
+    print(f"{_load()}; peak RSS of this process "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
