@@ -65,6 +65,8 @@ _LAZY: dict[str, str] = {
     "delete_rows": "puffin.iceberg.deletes.rows",
     "expire_snapshots": "puffin.iceberg.maintenance.expire",
     "remove_orphan_files": "puffin.iceberg.maintenance.orphans",
+    "rewrite_deletion_vectors": "puffin.iceberg.maintenance.rewrite_deletes",
+    "RewriteDeletesResult": "puffin.iceberg.maintenance.rewrite_deletes",
     "OrphanResult": "puffin.iceberg.maintenance.orphans",
     "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
     "deletion_vector_refs": "puffin.iceberg.metadata.delete_files",
@@ -115,6 +117,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from puffin.iceberg.maintenance.expire import ExpireResult, expire_snapshots
     from puffin.iceberg.maintenance.orphans import OrphanResult, remove_orphan_files
+    from puffin.iceberg.maintenance.rewrite_deletes import (
+        RewriteDeletesResult,
+        rewrite_deletion_vectors,
+    )
     from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
     from puffin.iceberg.scan.table_scan import TableScan, scan_table
     from puffin.iceberg.statistics.compute import (
@@ -152,6 +158,7 @@ __all__ = [
     "DeletionVectorRef",
     "ExpireResult",
     "OrphanResult",
+    "RewriteDeletesResult",
     "SkippedColumnWarning",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
@@ -179,6 +186,7 @@ __all__ = [
     "read_table_deletion_vectors",
     "read_table_statistics",
     "remove_orphan_files",
+    "rewrite_deletion_vectors",
     "sample_batch",
     "sample_schema",
     "scan_table",
