@@ -66,6 +66,8 @@ _LAZY: dict[str, str] = {
     "expire_snapshots": "puffin.iceberg.maintenance.expire",
     "remove_orphan_files": "puffin.iceberg.maintenance.orphans",
     "rewrite_deletion_vectors": "puffin.iceberg.maintenance.rewrite_deletes",
+    "rewrite_data_files": "puffin.iceberg.maintenance.compact",
+    "CompactResult": "puffin.iceberg.maintenance.compact",
     "RewriteDeletesResult": "puffin.iceberg.maintenance.rewrite_deletes",
     "OrphanResult": "puffin.iceberg.maintenance.orphans",
     "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
@@ -115,6 +117,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         read_table_deletion_vectors,
         write_table_deletion_vectors,
     )
+    from puffin.iceberg.maintenance.compact import CompactResult, rewrite_data_files
     from puffin.iceberg.maintenance.expire import ExpireResult, expire_snapshots
     from puffin.iceberg.maintenance.orphans import OrphanResult, remove_orphan_files
     from puffin.iceberg.maintenance.rewrite_deletes import (
@@ -154,6 +157,7 @@ __all__ = [
     "CatalogNotFoundError",
     "ColumnNotFoundError",
     "ColumnStatistics",
+    "CompactResult",
     "DeleteResult",
     "DeletionVectorRef",
     "ExpireResult",
@@ -186,6 +190,7 @@ __all__ = [
     "read_table_deletion_vectors",
     "read_table_statistics",
     "remove_orphan_files",
+    "rewrite_data_files",
     "rewrite_deletion_vectors",
     "sample_batch",
     "sample_schema",

@@ -1,10 +1,11 @@
-"""Snapshots that change only delete files: their manifests, manifest list and summary.
+"""Snapshots written here: their manifests, manifest list and summary.
 
-:func:`write_delete_snapshot` writes what a ``delete`` (or an upgrade's ``replace``) snapshot
-needs, with the v3 writers of :mod:`puffin.iceberg.metadata.v3`: new delete manifests for the
-added deletion vectors, the manifests that held superseded delete files rewritten with those
-entries ``DELETED``, every other manifest carried as it is, and a v3 manifest list that gives
-data manifests their ``first_row_id``.  Nothing is committed here.
+:func:`write_delete_snapshot` writes what a ``delete``, ``append``, ``overwrite`` or
+``replace`` snapshot needs, with the v3 writers of :mod:`puffin.iceberg.metadata.v3`: new
+manifests for the added deletion vectors and data files, the manifests that held superseded
+delete files or removed data files rewritten with those entries ``DELETED`` (the files kept
+in them keep their row ids), every other manifest carried as it is, and a v3 manifest list
+that gives data manifests their ``first_row_id``.  Nothing is committed here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import snapshot_updates
 from puffin.iceberg.metadata.manifests import (
     CONTENT_SIZE,
+    FIRST_ROW_ID,
     DeleteFileKey,
     delete_file_key,
     read_manifest_entries,
@@ -28,6 +30,7 @@ from puffin.iceberg.metadata.v3 import (
     DataManifestWriterV3,
     DeleteManifestWriterV3,
     ManifestListWriterV3,
+    inherited_first_row_ids,
     to_v3_data_file,
 )
 
@@ -46,11 +49,12 @@ def snapshot_summary(
     removed: Sequence[DataFile],
     *,
     added_data: Sequence[DataFile] = (),
+    removed_data: Sequence[DataFile] = (),
     operation: str = "delete",
 ) -> dict[str, str]:
     """Snapshot summary by pyiceberg's collector; a DV counts its blob, as in Java.
 
-    ``added``/``removed`` are delete files, ``added_data`` data files."""
+    ``added``/``removed`` are delete files, ``added_data``/``removed_data`` data files."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.table.snapshots import (
         Operation,
@@ -73,6 +77,8 @@ def snapshot_summary(
     collector = SnapshotSummaryCollector()
     for df in added_data:
         collector.add_file(df, table.schema())
+    for df in removed_data:
+        collector.remove_file(df, table.schema())
     for df in added:
         collector.add_file(view(df), table.schema())
     for df in removed:
@@ -120,51 +126,85 @@ def _entry(status: Any, snapshot_id: int, entry: ManifestEntry | None, data_file
     )
 
 
-def _delete_manifests(
+def _rewritten_manifests(
     table: Table,
     manifests: Sequence[ManifestFile],
     added: Sequence[DataFile],
-    removed: set[DeleteFileKey],
+    removed: Set[DeleteFileKey],
+    removed_data: Set[str],
     snapshot_id: int,
     written: list[str],
-) -> tuple[list[ManifestFile], list[ManifestFile], list[DataFile]]:
-    """Manifests carried as they are, new v3 delete manifests (one per spec), files removed."""
+) -> tuple[list[ManifestFile], list[ManifestFile], list[ManifestFile], _Gone]:
+    """Manifests carried as they are; data manifests that held removed data files and
+    delete manifests that held removed delete files, rewritten with those entries
+    ``DELETED`` (one manifest per spec, new delete files added to it); what was removed."""
     from pyiceberg.manifest import ManifestContent
     from pyiceberg.manifest import ManifestEntryStatus as S
 
     carried: list[ManifestFile] = []
-    gone_files: list[DataFile] = []
-    groups: dict[int, list[Any]] = {}
+    gone = _Gone([], [])
+    data: dict[int, list[Any]] = {}
+    deletes: dict[int, list[Any]] = {}
     for df in added:
-        groups.setdefault(df.spec_id, []).append(_entry(S.ADDED, snapshot_id, None, df))
+        deletes.setdefault(df.spec_id, []).append(_entry(S.ADDED, snapshot_id, None, df))
     for manifest in manifests:
-        if manifest.content != ManifestContent.DELETES:
+        is_data = manifest.content == ManifestContent.DATA
+        if is_data and not removed_data:
             carried.append(manifest)
             continue
         entries = read_manifest_entries(table.io, manifest)
-        if not any(delete_file_key(e.data_file) in removed for e in entries):
+        keys = [_removal_key(e.data_file, is_data) for e in entries]
+        hit = [k in (removed_data if is_data else removed) for k in keys]
+        if not any(hit):
             carried.append(manifest)
             continue
-        for e in entries:
-            gone = delete_file_key(e.data_file) in removed
-            if gone:
-                gone_files.append(e.data_file)
-            status = S.DELETED if gone else S.EXISTING
-            who = snapshot_id if gone else e.snapshot_id
-            groups.setdefault(manifest.partition_spec_id, []).append(
-                _entry(status, who or snapshot_id, e, e.data_file)
-            )
-    new: list[ManifestFile] = []
+        if is_data:  # existing files keep their row ids: the rewritten manifest gets new ones
+            for e, first in zip(entries, inherited_first_row_ids(manifest, entries), strict=True):
+                if first is not None:
+                    e.data_file[FIRST_ROW_ID] = first
+        (gone.data if is_data else gone.deletes).extend(
+            e.data_file for e, h in zip(entries, hit, strict=True) if h
+        )
+        group = (data if is_data else deletes).setdefault(manifest.partition_spec_id, [])
+        for e, h in zip(entries, hit, strict=True):
+            status, who = (S.DELETED, snapshot_id) if h else (S.EXISTING, e.snapshot_id)
+            group.append(_entry(status, who or snapshot_id, e, e.data_file))
+    new_data = _write_groups(table, data, DataManifestWriterV3, snapshot_id, written, "d")
+    new_deletes = _write_groups(table, deletes, DeleteManifestWriterV3, snapshot_id, written, "m")
+    return carried, new_data, new_deletes, gone
+
+
+@dataclass(frozen=True)
+class _Gone:
+    data: list[DataFile]
+    deletes: list[DataFile]
+
+
+def _removal_key(data_file: DataFile, is_data: bool) -> Any:
+    return str(data_file.file_path) if is_data else delete_file_key(data_file)
+
+
+def _write_groups(
+    table: Table,
+    groups: dict[int, list[Any]],
+    writer_class: type[DeleteManifestWriterV3],
+    snapshot_id: int,
+    written: list[str],
+    tag: str,
+) -> list[ManifestFile]:
+    """One v3 manifest per partition spec of the entries grouped by spec."""
+    out: list[ManifestFile] = []
     for spec_id, entries in sorted(groups.items()):
-        path = _metadata_file(table, f"{uuid.uuid4()}-m{len(new)}.avro")
+        path = _metadata_file(table, f"{uuid.uuid4()}-{tag}{len(out)}.avro")
         written.append(path)  # before writing: a partial manifest is cleaned up too
         spec = table.specs()[spec_id]
-        out = table.io.new_output(path)
-        with DeleteManifestWriterV3(spec, table.schema(), out, snapshot_id, "deflate") as w:
+        with writer_class(
+            spec, table.schema(), table.io.new_output(path), snapshot_id, "deflate"
+        ) as w:
             for e in entries:
                 w.add_entry(e)
-        new.append(w.to_manifest_file())
-    return carried, new, gone_files
+        out.append(w.to_manifest_file())
+    return out
 
 
 def write_delete_snapshot(
@@ -174,16 +214,19 @@ def write_delete_snapshot(
     *,
     operation: str = "delete",
     added_data: Sequence[DataFile] = (),
+    removed_data: Set[str] = frozenset(),
 ) -> DeleteSnapshot:
     """Manifests, manifest list and ``Snapshot`` for a change of delete files (and, for an
-    append or overwrite, new data files).
+    append, overwrite or compaction, new data files; for a compaction, data files removed).
 
     ``added`` are v3 delete-file records (DVs); ``removed`` the :func:`delete_file_key` of
     live delete files to drop (superseded DVs, merged position deletes); ``added_data`` new
     data files, written to one new v3 data manifest whose ``first_row_id`` the manifest
-    list assigns.  Data manifests are carried unchanged and get a ``first_row_id`` if they
-    have none; the snapshot's ``first-row-id`` is the table's ``next-row-id`` (0 for a
-    table being upgraded) and ``added-rows`` the row ids it reserves.
+    list assigns; ``removed_data`` paths of live data files to drop (their manifests are
+    rewritten, every other entry keeping its ``first_row_id``).  Other data manifests are
+    carried unchanged and get a ``first_row_id`` if they have none; the snapshot's
+    ``first-row-id`` is the table's ``next-row-id`` (0 for a table being upgraded) and
+    ``added-rows`` the row ids it reserves.
     """
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 
@@ -196,22 +239,31 @@ def write_delete_snapshot(
     written: list[str] = []
     list_path = _metadata_file(table, f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
     try:
-        carried, new, gone = _delete_manifests(
-            table, manifests, added, removed, snapshot_id, written
+        carried, new_data, new_deletes, gone = _rewritten_manifests(
+            table, manifests, added, removed, removed_data, snapshot_id, written
         )
         if added_data:
-            new.insert(0, _data_manifest(table, added_data, snapshot_id, written))
+            new_data.insert(0, _data_manifest(table, added_data, snapshot_id, written))
         written.append(list_path)
         with ManifestListWriterV3(
-            table.io.new_output(list_path), snapshot_id,
-            parent.snapshot_id if parent else None, sequence_number, first_row_id,
+            table.io.new_output(list_path),
+            snapshot_id,
+            parent.snapshot_id if parent else None,
+            sequence_number,
+            first_row_id,
         ) as writer:
-            writer.add_manifests([*new[:1], *carried, *new[1:]] if added_data else [*carried, *new])
+            writer.add_manifests([*new_data, *carried, *new_deletes])
     except BaseException:
         remove_files(table, written)
         raise
     props = snapshot_summary(
-        table, parent, added, gone, added_data=added_data, operation=operation
+        table,
+        parent,
+        added,
+        gone.deletes,
+        added_data=added_data,
+        removed_data=gone.data,
+        operation=operation,
     )
     snapshot = Snapshot.model_validate(
         {
@@ -235,6 +287,7 @@ def commit_snapshot(
     deletes: Sequence[DataFile] = (),
     superseded: Set[DeleteFileKey] = frozenset(),
     added_data: Sequence[DataFile] = (),
+    removed_data: Set[str] = frozenset(),
     operation: str = "delete",
     first_updates: Sequence[Any] = (),
 ) -> tuple[Table, Snapshot]:
@@ -243,7 +296,12 @@ def commit_snapshot(
     written (the commit loop removes them if the commit fails); ``first_updates`` go before
     the snapshot's (an upgrade, a property)."""
     staged = write_delete_snapshot(
-        table, deletes, set(superseded), operation=operation, added_data=added_data
+        table,
+        deletes,
+        set(superseded),
+        operation=operation,
+        added_data=added_data,
+        removed_data=removed_data,
     )
     written.extend(staged.written)
     requirements, updates = snapshot_updates(table, staged.snapshot)
@@ -265,4 +323,3 @@ def _data_manifest(
             record = to_v3_data_file(df, spec.spec_id)
             writer.add_entry(_entry(ManifestEntryStatus.ADDED, snapshot_id, None, record))
     return writer.to_manifest_file()
-

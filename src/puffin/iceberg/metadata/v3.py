@@ -53,7 +53,7 @@ from puffin.errors import UnsupportedTableError
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
     from pyiceberg.io import FileIO, OutputFile
-    from pyiceberg.manifest import DataFile, ManifestContent, ManifestFile
+    from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.update import TableRequirement, TableUpdate
@@ -63,6 +63,7 @@ __all__ = [
     "DeleteManifestWriterV3",
     "ManifestListWriterV3",
     "commit",
+    "inherited_first_row_ids",
     "pyiceberg_writes_v3",
     "to_v3_data_file",
     "to_v3_manifest_file",
@@ -164,6 +165,29 @@ def first_row_id_of(manifest: ManifestFile) -> int | None:
         return None
     value = manifest[names.index("first_row_id")]
     return None if value is None else int(value)
+
+
+def inherited_first_row_ids(
+    manifest: ManifestFile, entries: Sequence[ManifestEntry]
+) -> list[int | None]:
+    """Each live data-file entry's ``first_row_id`` as Iceberg Java's
+    ``ManifestReader.idAssigner`` gives it: the stored one, else the next id of the
+    manifest's ``first_row_id`` in entry order (each file taking ``record_count`` ids); all
+    ``None`` when the manifest has none (no lineage). ``entries`` are live, in order."""
+    from puffin.iceberg.metadata.manifests import FIRST_ROW_ID
+
+    next_id = first_row_id_of(manifest)
+    out: list[int | None] = []
+    for entry in entries:
+        df = entry.data_file
+        first = df[FIRST_ROW_ID] if len(df) > FIRST_ROW_ID else None
+        if next_id is None:
+            first = None  # Java: a committed manifest without first_row_id has no lineage
+        elif first is None:
+            first = next_id
+            next_id += int(df.record_count)
+        out.append(None if first is None else int(first))
+    return out
 
 
 class ManifestListWriterV3(ManifestListWriterV2):

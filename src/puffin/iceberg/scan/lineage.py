@@ -57,29 +57,16 @@ def file_lineage(table: Table, snapshot: Snapshot) -> dict[str, FileLineage]:
     """``{data file path: FileLineage}`` of every live data file of ``snapshot``."""
     from pyiceberg.manifest import ManifestContent
 
-    from puffin.iceberg.metadata.manifests import (
-        FIRST_ROW_ID,
-        read_manifest_entries,
-        read_manifest_list,
-    )
-    from puffin.iceberg.metadata.v3 import first_row_id_of
+    from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
+    from puffin.iceberg.metadata.v3 import inherited_first_row_ids
 
     out: dict[str, FileLineage] = {}
     for manifest in read_manifest_list(table.io, snapshot.manifest_list):
         if manifest.content != ManifestContent.DATA:
             continue
-        next_id = first_row_id_of(manifest)
-        for entry in read_manifest_entries(table.io, manifest):  # live entries, in order
-            df = entry.data_file
-            first = df[FIRST_ROW_ID] if len(df) > FIRST_ROW_ID else None
-            if next_id is None:
-                first = None  # Java: a committed manifest without first_row_id has no lineage
-            elif first is None:
-                first = next_id
-                next_id += int(df.record_count)
-            out[str(df.file_path)] = FileLineage(
-                None if first is None else int(first), entry.sequence_number
-            )
+        entries = read_manifest_entries(table.io, manifest)  # live entries, in order
+        for entry, first in zip(entries, inherited_first_row_ids(manifest, entries), strict=True):
+            out[str(entry.data_file.file_path)] = FileLineage(first, entry.sequence_number)
     return out
 
 

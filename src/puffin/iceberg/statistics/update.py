@@ -5,9 +5,10 @@ statistics file's sketch and the sketches of the data files added since, and wit
 canonical union (the ``k`` smallest distinct hashes below the smallest theta) the result is
 byte for byte the sketch a full :func:`compute_table_statistics` would build.  Deletes and
 overwrites cannot be taken back out of a sketch: when a snapshot since the last statistics
-file removed rows, the union still counts their values, so its ``ndv`` is an upper bound, as
-in Trino.  Each such blob carries :data:`~puffin.iceberg.statistics.files.NDV_UPPER_BOUND`
-(``"true"``) until a full computation replaces it.
+file removed rows (a ``replace``, such as a compaction or an upgrade, removes none), the
+union still counts their values, so its ``ndv`` is an upper bound, as in Trino.  Each such
+blob carries :data:`~puffin.iceberg.statistics.files.NDV_UPPER_BOUND` (``"true"``) until a
+full computation replaces it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.table.statistics import StatisticsFile
 
-__all__ = ["base_statistics", "update_table_statistics"]
+__all__ = ["base_statistics", "removes_rows", "update_table_statistics"]
 
 
 def update_table_statistics(
@@ -62,10 +63,11 @@ def update_table_statistics(
     previous = read_table_statistics(table, snapshot_id=base.snapshot_id)
     if base.snapshot_id == snapshot.snapshot_id:
         return previous.statistics_file
-    upper = any(_removes_rows(s) for s in since) or any(
+    upper = any(removes_rows(s) for s in since) or any(
         c.blob.properties.get(NDV_UPPER_BOUND) == "true" for c in previous.columns
     )
-    added = _added_data_files(table, {s.snapshot_id for s in since})
+    # A replace (compaction) wrote rows the base counted already: nothing new to sketch.
+    added = _added_data_files(table, {s.snapshot_id for s in since if _operation(s) != "replace"})
     schema = snapshot_schema(table, snapshot.schema_id)
     ids = [c.field_id for c in previous.columns]
     scan_columns, _ = resolve_columns(schema, ids, supported=sketchable)
@@ -104,10 +106,14 @@ def base_statistics(table: Table, snapshot: Snapshot) -> tuple[Snapshot | None, 
     return None, since
 
 
-def _removes_rows(snapshot: Snapshot) -> bool:
-    """Whether the snapshot may have removed rows (anything but an append)."""
-    operation = snapshot.summary.operation.value if snapshot.summary else "overwrite"
-    return operation != "append"
+def removes_rows(snapshot: Snapshot) -> bool:
+    """Whether the snapshot may have removed rows: anything but an append or a replace
+    (which, by the spec, rewrites files "without changing table data")."""
+    return _operation(snapshot) not in ("append", "replace")
+
+
+def _operation(snapshot: Snapshot) -> str:
+    return snapshot.summary.operation.value if snapshot.summary else "overwrite"
 
 
 def _added_data_files(table: Table, snapshot_ids: set[int]) -> set[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
     from pyiceberg.table.metadata import TableMetadata
+    from pyiceberg.typedef import Record
 
-__all__ = ["can_stream", "stream_data_files"]
+__all__ = ["FileTarget", "can_stream", "stream_data_files"]
 
 #: Iceberg's ``write.parquet.row-group-size-bytes`` (pyiceberg ignores it), read here as the
 #: Arrow bytes buffered per row group.  32 MiB by default: the writer then costs about 50 MiB
@@ -49,12 +51,18 @@ def can_stream(table_metadata: TableMetadata) -> bool:
 
 
 def stream_data_files(
-    table_metadata: TableMetadata, reader: pa.RecordBatchReader, io: FileIO, write_uuid: uuid.UUID
+    table_metadata: TableMetadata,
+    reader: pa.RecordBatchReader,
+    io: FileIO,
+    write_uuid: uuid.UUID,
+    *,
+    into: FileTarget | None = None,
 ) -> Iterator[DataFile]:
     """The rows of ``reader`` in Parquet data files of the table's target size, each yielded
     as it is closed.  At most one row group is held in memory.  An error closes the file
-    being written (it stays on disk, named by ``write_uuid``, for the caller to remove)."""
-    writer = _RollingWriter(_Layout(table_metadata, reader.schema, io, write_uuid))
+    being written (it stays on disk, named by ``write_uuid``, for the caller to remove).
+    ``into``: another file schema, partition or target size than the table's (compaction)."""
+    writer = _RollingWriter(_Layout(table_metadata, reader.schema, io, write_uuid, into))
     try:
         for batch in reader:
             yield from writer.add(batch)
@@ -63,11 +71,27 @@ def stream_data_files(
         writer.abort()
 
 
+@dataclass(frozen=True)
+class FileTarget:
+    """Where a write goes when it is not the table's default: the file schema (the table's
+    plus row-lineage columns, for a compaction), one partition of a spec, a target size."""
+
+    schema: Schema | None = None
+    partition: Record | None = None
+    spec_id: int | None = None
+    target_size: int | None = None
+
+
 class _Layout:
     """What pyiceberg's ``write_file`` decides once per write: schemas, options, names."""
 
     def __init__(
-        self, metadata: TableMetadata, arrow_schema: pa.Schema, io: FileIO, write_uuid: uuid.UUID
+        self,
+        metadata: TableMetadata,
+        arrow_schema: pa.Schema,
+        io: FileIO,
+        write_uuid: uuid.UUID,
+        into: FileTarget | None = None,
     ) -> None:
         from pyiceberg.io.pyarrow import (
             _get_parquet_writer_kwargs,
@@ -78,19 +102,24 @@ class _Layout:
         from pyiceberg.schema import sanitize_column_names
         from pyiceberg.table import DOWNCAST_NS_TIMESTAMP_TO_US_ON_WRITE, TableProperties
         from pyiceberg.table.locations import load_location_provider
+        from pyiceberg.typedef import Record
         from pyiceberg.utils.config import Config
         from pyiceberg.utils.properties import property_as_int
 
         props = metadata.properties
+        into = into or FileTarget()
         self.metadata, self.io, self.write_uuid = metadata, io, write_uuid
+        self.partition = into.partition if into.partition is not None else Record()
+        self.spec_id = into.spec_id if into.spec_id is not None else metadata.default_spec_id
+        schema = into.schema or metadata.schema()
         self.downcast = Config().get_bool(DOWNCAST_NS_TIMESTAMP_TO_US_ON_WRITE) or False
         self.task_schema = pyarrow_to_schema(
             arrow_schema,
-            name_mapping=metadata.schema().name_mapping,
+            name_mapping=schema.name_mapping,
             downcast_ns_timestamp_to_us=self.downcast,
             format_version=metadata.format_version,
         )
-        self.file_schema: Schema = sanitize_column_names(metadata.schema())
+        self.file_schema: Schema = sanitize_column_names(schema)
         self.writer_kwargs = _get_parquet_writer_kwargs(props)
         self.stats_plan = compute_statistics_plan(self.file_schema, props)
         self.column_ids = parquet_path_to_id_mapping(self.file_schema)
@@ -99,7 +128,7 @@ class _Layout:
         def number(name: str, default: int) -> int:
             return max(1, property_as_int(props, name, default) or default)
 
-        self.target = number(
+        self.target = into.target_size or number(
             TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
             TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
         )
@@ -159,7 +188,6 @@ class _File:
         """The file closed, and its ``DataFile`` with metrics from its footer."""
         from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata
         from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-        from pyiceberg.typedef import Record
 
         with self.stream:
             self.writer.close()
@@ -172,10 +200,10 @@ class _File:
             content=DataFileContent.DATA,
             file_path=self.path,
             file_format=FileFormat.PARQUET,
-            partition=Record(),
+            partition=self.layout.partition,
             file_size_in_bytes=len(self.output),
             sort_order_id=None,
-            spec_id=self.layout.metadata.default_spec_id,
+            spec_id=self.layout.spec_id,
             equality_ids=None,
             key_metadata=None,
             **statistics.to_serialized_dict(),

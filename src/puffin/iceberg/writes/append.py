@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
+    from puffin.iceberg.writes._streaming import FileTarget
+
 __all__ = [
     "after_commit",
     "append",
@@ -190,12 +192,13 @@ def has_statistics(table: Table) -> bool:
     return snapshot is not None and base_statistics(table, snapshot)[0] is not None
 
 
-def write_data_files(table: Table, data: Any) -> list[DataFile]:
+def write_data_files(table: Table, data: Any, *, into: FileTarget | None = None) -> list[DataFile]:
     """Parquet data files as pyiceberg writes them, and their records; files without a row
     are removed, and a failure or Ctrl-C while writing removes every file written so far
-    (the one being written included).  A ``RecordBatchReader`` for an unpartitioned table
-    is streamed a row group at a time (:mod:`._streaming`: bounded memory, files rolled at
-    the target size on disk); anything else goes through pyiceberg's own writer."""
+    (the one being written included).  A ``RecordBatchReader`` for an unpartitioned table,
+    or with ``into`` (a partition, schema or size of the caller's), is streamed a row group
+    at a time (:mod:`._streaming`: bounded memory, files rolled at the target size on
+    disk); anything else goes through pyiceberg's own writer."""
     import pyarrow as pa
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
@@ -207,8 +210,8 @@ def write_data_files(table: Table, data: Any) -> list[DataFile]:
     files: list[DataFile] = []
     written: Iterable[DataFile]
     try:
-        if isinstance(data, pa.RecordBatchReader) and can_stream(table.metadata):
-            written = stream_data_files(table.metadata, data, table.io, write_uuid)
+        if isinstance(data, pa.RecordBatchReader) and (into or can_stream(table.metadata)):
+            written = stream_data_files(table.metadata, data, table.io, write_uuid, into=into)
         else:
             written = _dataframe_to_data_files(
                 table_metadata=table.metadata, df=data, io=table.io, write_uuid=write_uuid

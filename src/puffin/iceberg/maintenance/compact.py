@@ -1,0 +1,307 @@
+"""Compacting a v3 table's data files: :func:`rewrite_data_files`.
+
+Data files that carry many deleted rows, and small files, are read (deletes applied, with
+each row's lineage as Iceberg Java reads it) and written again into files of the target
+size, one partition at a time; one ``replace`` snapshot swaps them in and drops the
+deletion vectors of the files it removed. Row lineage is kept: each row's ``_row_id`` and
+``_last_updated_sequence_number`` are written into the new files (field ids 2147483540 and
+2147483539), which every v3 reader prefers to the ids a new file would inherit, so Java
+reads the same ids before and after. (Java 1.10.2's ``rewrite_manifests`` renumbers them;
+that is not copied.)
+
+Statistics: a ``replace`` changes no row, so exact NDV sketches carry over to the new
+snapshot as they are (:func:`~puffin.iceberg.update_table_statistics` treats a replace so).
+Sketches that are upper bounds (rows were deleted since they were exact: a theta sketch
+cannot take a value back out) are computed again from the live rows, which reads every
+live row once and makes them exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from puffin.errors import UsageError
+from puffin.iceberg.deletes.merge import live_positions
+from puffin.iceberg.deletes.rows import require_v3
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
+from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
+from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
+from puffin.iceberg.scan.row_filter import check_where
+from puffin.iceberg.scan.rows import RowReader
+from puffin.iceberg.writes._streaming import FileTarget
+from puffin.iceberg.writes.append import write_data_files
+from puffin.support.progress import Progress
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+__all__ = ["CompactResult", "rewrite_data_files"]
+
+#: Java's ``rewrite_data_files`` defaults: ``delete-ratio-threshold`` (0.3),
+#: ``min-input-files`` (5), ``min-file-size-bytes`` (75 % of the target size).
+DEFAULT_MIN_DELETED_FRACTION = 0.3
+DEFAULT_MIN_INPUT_FILES = 5
+MIN_SIZE_OF_TARGET = 0.75
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What :func:`rewrite_data_files` did (``snapshot_id`` ``None``: nothing to do)."""
+
+    table: Table
+    snapshot_id: int | None
+    #: data files rewritten (removed) and written
+    rewritten_files: int
+    added_files: int
+    #: live rows written again, and deleted rows dropped with their files
+    rows: int
+    dropped_deleted_rows: int
+    #: deletion vectors removed with the data files they deleted rows of
+    removed_vectors: int
+    bytes_before: int
+    bytes_after: int
+    #: what became of the statistics: ``"none"`` (the table has none, or not asked),
+    #: ``"carried"`` (unchanged rows: the parent's sketches), ``"exact"`` (computed again)
+    statistics: str = "none"
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class _Choice:
+    groups: dict[tuple[int, Any], list[PlannedFile]]
+    deleted: dict[str, int]
+
+
+def rewrite_data_files(
+    table: Table,
+    *,
+    where: str | BooleanExpression | None = None,
+    min_deleted_fraction: float = DEFAULT_MIN_DELETED_FRACTION,
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
+    target_file_size_bytes: int | None = None,
+    statistics: str = "update",
+    max_attempts: int = MAX_ATTEMPTS,
+    progress: bool | None = False,
+) -> CompactResult:
+    """Rewrite the data files with deleted rows (and small files) without those rows.
+
+    A live data file is rewritten when at least ``min_deleted_fraction`` of its rows are
+    deleted; files smaller than 75 % of the target size (``target_file_size_bytes``, else
+    the table's ``write.target-file-size-bytes``, else 512 MiB) are rewritten when a
+    partition has ``min_input_files`` of them, or joins a rewrite of its partition anyway.
+    ``where`` limits it to files that may hold matching rows. Rows keep their ``_row_id``
+    and ``_last_updated_sequence_number``. One ``replace`` snapshot, retried on a lost race
+    against the table as it is then. ``statistics="update"`` keeps the table's statistics
+    with the new snapshot (see the module docstring); ``"none"`` leaves them.
+
+    Example::
+
+        result = rewrite_data_files(table, min_deleted_fraction=0.1)
+        print(result.rewritten_files, "files ->", result.added_files)
+    """
+    require_v3(table, "rewrite_data_files")
+    if not 0.0 <= min_deleted_fraction <= 1.0:
+        raise UsageError(f"min_deleted_fraction must lie in [0, 1]: {min_deleted_fraction}")
+    if min_input_files < 1:
+        raise UsageError(f"min_input_files must be at least 1: {min_input_files}")
+    if target_file_size_bytes is not None and target_file_size_bytes < 1:
+        raise UsageError(f"the target file size must be positive: {target_file_size_bytes}")
+    if statistics not in ("update", "none"):
+        raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
+    row_filter = None if where is None else check_where(table, where)
+    target = target_file_size_bytes or _table_target(table)
+
+    def attempt(table: Table, number: int, written: list[str]) -> CompactResult:
+        snapshot = table.current_snapshot()
+        if snapshot is None:
+            return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
+        planned = _planned(table, row_filter)
+        index = DeleteIndex(table, snapshot)
+        choice = _choose(index, planned, min_deleted_fraction, min_input_files, target)
+        if not choice.groups:
+            return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
+        chosen = [p for files in choice.groups.values() for p in files]
+        added = _write(table, snapshot, index, choice, target, written, progress)
+        removed = {p.path for p in chosen}
+        vectors = {
+            (r.path, r.referenced_data_file)
+            for r in deletion_vector_refs(table, snapshot)
+            if r.referenced_data_file in removed
+        }
+        committed, new = commit_snapshot(
+            table,
+            written,
+            added_data=added,
+            removed_data=removed,
+            superseded=vectors,
+            operation="replace",
+        )
+        return CompactResult(
+            committed,
+            new.snapshot_id,
+            len(chosen),
+            len(added),
+            sum(int(f.record_count) for f in added),
+            sum(choice.deleted.values()),
+            len(vectors),
+            sum(p.data_file.file_size_in_bytes for p in chosen),
+            sum(int(f.file_size_in_bytes) for f in added),
+            attempts=number,
+        )
+
+    result = with_retries(table, attempt, max_attempts)
+    if result.snapshot_id is None or statistics == "none":
+        return result
+    return _with_statistics(result, progress)
+
+
+def _table_target(table: Table) -> int:
+    from pyiceberg.table import TableProperties
+
+    return int(
+        table.metadata.properties.get(
+            TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
+            TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+        )
+    )
+
+
+def _planned(table: Table, row_filter: BooleanExpression | None) -> list[PlannedFile]:
+    from pyiceberg.expressions import AlwaysTrue
+
+    scan = table.scan(row_filter=row_filter if row_filter is not None else AlwaysTrue())
+    return planned_from_tasks(scan)
+
+
+def _choose(
+    index: DeleteIndex,
+    planned: list[PlannedFile],
+    min_fraction: float,
+    min_inputs: int,
+    target: int,
+) -> _Choice:
+    """The files to rewrite, by partition: heavily deleted ones, and small ones when a
+    partition has enough of them or is rewritten anyway."""
+    min_size = int(target * MIN_SIZE_OF_TARGET)
+    by_partition: dict[tuple[int, Any], list[PlannedFile]] = {}
+    for p in planned:
+        by_partition.setdefault((p.data_file.spec_id, p.data_file.partition), []).append(p)
+    groups: dict[tuple[int, Any], list[PlannedFile]] = {}
+    deleted: dict[str, int] = {}
+    for key, files in by_partition.items():
+        counts = {p.path: len(live_positions(index, p)) for p in files}
+        heavy = [
+            p for p in files if counts[p.path] and counts[p.path] >= min_fraction * p.record_count
+        ]
+        small = [p for p in files if p not in heavy and p.data_file.file_size_in_bytes < min_size]
+        chosen = heavy + (small if len(small) >= min_inputs or (heavy and small) else [])
+        if chosen:
+            groups[key] = sorted(chosen, key=lambda p: p.path)
+            deleted.update((p.path, counts[p.path]) for p in chosen)
+    return _Choice(groups, deleted)
+
+
+def _write(
+    table: Table,
+    snapshot: Snapshot,
+    index: DeleteIndex,
+    choice: _Choice,
+    target: int,
+    written: list[str],
+    progress: bool | None,
+) -> list[DataFile]:
+    """The chosen files' live rows, lineage included, written partition by partition."""
+    from pyiceberg.expressions import AlwaysTrue
+
+    schema = _file_schema(table)
+    lineage = list(LINEAGE_COLUMNS)
+    reader = RowReader(
+        table, table.schema(), AlwaysTrue(), True, index, lineage, file_lineage(table, snapshot)
+    )
+    total = sum(p.record_count for files in choice.groups.values() for p in files)
+    added: list[DataFile] = []
+    with Progress(total, label="compact ", enabled=progress) as bar:
+        for (spec_id, partition), files in choice.groups.items():
+            into = FileTarget(schema, partition, spec_id, target)
+            batches = _batches(reader, files, bar)
+            stream = _reader_of(schema, batches)
+            new = write_data_files(table, stream, into=into)
+            written.extend(str(f.file_path) for f in new)
+            added.extend(new)
+    return added
+
+
+def _batches(reader: RowReader, files: list[PlannedFile], bar: Progress) -> Iterator[Any]:
+    for p in files:
+        yield from reader.file_batches(p)
+        bar.update(p.record_count)
+
+
+def _file_schema(table: Table) -> Schema:
+    """The table's schema plus the two row-lineage columns, by their reserved field ids."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    extra = [NestedField(i, n, LongType(), required=False) for n, i in LINEAGE_COLUMNS.items()]
+    return Schema(*table.schema().fields, *extra, schema_id=table.schema().schema_id)
+
+
+def _reader_of(schema: Schema, batches: Iterator[Any]) -> pa.RecordBatchReader:
+    """The batches as one stream in the types of the first (a file's ``string`` stays
+    ``string``, as the files being rewritten hold it, not pyiceberg's ``large_string``)."""
+    import itertools
+
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    first = next(batches, None)
+    if first is None:
+        return pa.RecordBatchReader.from_batches(
+            schema_to_pyarrow(schema, include_field_ids=False), iter(())
+        )
+    arrow = first.schema
+    rest = (b if b.schema.equals(arrow) else b.cast(arrow) for b in batches)
+    return pa.RecordBatchReader.from_batches(arrow, itertools.chain([first], rest))
+
+
+def _with_statistics(result: CompactResult, progress: bool | None) -> CompactResult:
+    """The new snapshot's statistics: the parent's sketches carried when they were exact
+    (a replace changes no row), computed again from the live rows when they were upper
+    bounds (a full computation applies every delete: exact)."""
+    import dataclasses
+
+    from puffin.iceberg.statistics.compute import compute_table_statistics
+    from puffin.iceberg.statistics.files import NDV_UPPER_BOUND, read_table_statistics
+    from puffin.iceberg.statistics.update import (
+        base_statistics,
+        removes_rows,
+        update_table_statistics,
+    )
+
+    table = result.table
+    snapshot = table.current_snapshot()
+    if snapshot is None or snapshot.snapshot_id != result.snapshot_id:
+        return result  # another writer's snapshot is current: its writer keeps statistics
+    base, since = base_statistics(table, snapshot)
+    if base is None:
+        return result
+    columns = read_table_statistics(table, snapshot_id=base.snapshot_id).columns
+    upper = any(removes_rows(s) for s in since) or any(
+        c.blob.properties.get(NDV_UPPER_BOUND) == "true" for c in columns
+    )
+    if upper:
+        compute_table_statistics(table, progress=progress)
+    else:
+        update_table_statistics(table, progress=progress)
+    return dataclasses.replace(
+        result, table=table.refresh(), statistics="exact" if upper else "carried"
+    )
