@@ -258,6 +258,38 @@ def test_java_finds_nothing_left_after_our_expire(tmp_path: Path, java: JavaPeer
     assert found == [stray], found
 
 
+def test_java_reads_the_same_row_ids_after_our_rewrites(tmp_path: Path, java: JavaPeer) -> None:
+    """rewrite_deletion_vectors and rewrite_data_files change files, not rows: Java reads the
+    model's rows with every row's ``_row_id`` and ``_last_updated_sequence_number`` as
+    before, and can delete on top of the compacted table."""
+    from puffin.iceberg import rewrite_data_files, rewrite_deletion_vectors
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.rw", rows=3000, files=3))
+    model = _Rows(table)
+    for where, keep in (("id < 100", lambda r: r["id"] >= 100),
+                        ("id >= 1100 and id < 1150", lambda r: not 1100 <= r["id"] < 1150),
+                        ("category = 7", lambda r: r["category"] != 7)):
+        table = delete_rows(table, where).table
+        model.keep(keep)
+    batch = sample_batch(300, start=5000, seed=5)
+    table = append(table, batch)
+    model.add(batch)
+    table = delete_rows(table, "id >= 5250").table
+    model.keep(lambda r: r["id"] < 5250)
+    before = _lineage(java, table, model)
+    gathered = rewrite_deletion_vectors(table)
+    assert gathered.files_after == 1 < gathered.files_before
+    assert _lineage(java, gathered.table, model) == before
+    compacted = rewrite_data_files(gathered.table, min_deleted_fraction=0.0, min_input_files=2)
+    assert compacted.rewritten_files == 4 and compacted.removed_vectors == 4
+    assert _lineage(java, compacted.table, model) == before
+    java.sql("DELETE FROM `default`.db.rw WHERE id < 200", warehouse=tmp_path)
+    model.keep(lambda r: r["id"] >= 200)
+    after = _lineage(java, catalog.load_table("db.rw"), model)
+    assert after == {i: v for i, v in before.items() if i >= 200}
+
+
 def test_our_orphans_are_javas_orphans(tmp_path: Path, java: JavaPeer) -> None:
     """remove_orphan_files' dry run lists exactly what Java's remove_orphan_files (dry run)
     lists, on a table with history and stray files of every kind; then ours removes them and
