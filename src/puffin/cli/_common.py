@@ -17,6 +17,7 @@ __all__ = [
     "error_dict",
     "not_regular",
     "opened",
+    "parse_size",
     "printable",
     "reading",
     "require_output",
@@ -200,3 +201,20 @@ def write_json(obj: Any, stream: TextIO | None = None) -> None:
     encoding = (getattr(out, "encoding", None) or "").lower().replace("-", "")
     json.dump(obj, out, indent=2, ensure_ascii=encoding != "utf8")
     out.write("\n")
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``"64MB"``, ``"8MiB"``, ``"512k"``, ``"1048576"`` as bytes (units count in 1024s, as
+    Iceberg's size properties are meant); :class:`UsageError` for anything else."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
+    if match is None or (not match.group(2) and text.strip().lower().endswith("ib")):
+        raise UsageError(f"{text!r} is not a size such as 64MB, 512k or 1048576 (bytes)")
+    size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
+    if size < 1:
+        raise UsageError(f"{text!r}: a size must be at least one byte")
+    return size

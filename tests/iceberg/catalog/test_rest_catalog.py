@@ -260,3 +260,92 @@ def test_duckdb_1_5_deletes_through_the_rest_catalog(server: RestCatalogServer) 
     assert snapshot is not None and snapshot.summary is not None
     assert snapshot.summary.operation.value == "delete"
     assert "POST /v1/transactions/commit -> 204" in server.log()
+
+
+# Every other table operation -------------------------------------------------------------
+
+
+def _row_ids(table: Table) -> dict[int, int]:
+    got = scan_table(table, selected_fields=("id", "_row_id")).to_arrow()
+    return dict(zip(got["id"].to_pylist(), got["_row_id"].to_pylist(), strict=True))
+
+
+def test_every_table_operation_passes_java_metadata_builder(
+    server: RestCatalogServer, tmp_path: Path
+) -> None:
+    """overwrite, add_files, statistics, schema change and tag (``transaction``), the two
+    rewrites, expire and orphan removal, each committed through Java's ``CatalogHandlers``
+    and read back as the model computed from the batches says."""
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    from puffin.iceberg import (
+        add_files,
+        compute_table_statistics,
+        expire_snapshots,
+        overwrite,
+        read_table_statistics,
+        remove_orphan_files,
+        rewrite_data_files,
+        rewrite_deletion_vectors,
+        transaction,
+        update_table_statistics,
+    )
+
+    catalog = server.catalog()
+    name = f"{NAMESPACE}.ops"
+
+    def check(model: pa.Table) -> Table:
+        table = catalog.load_table(name)  # the metadata as Java committed it
+        assert rows(scan_table(table).to_arrow()) == rows(model)
+        return table
+
+    model = batch(0, 50)
+    table = upgrade_to_v3(v2_table(server, "ops", model))
+    table = delete_rows(table, "id < 5").table
+    model = model.filter(pc.greater_equal(model["id"], 5))
+    table = overwrite(table, batch(200, 10), "id >= 40")
+    model = pa.concat_tables([model.filter(pc.less(model["id"], 40)), batch(200, 10)])
+    extra = tmp_path / "extra.parquet"
+    pq.write_table(batch(300, 5), extra)
+    add_files(check(model), [str(extra)])
+    model = pa.concat_tables([model, batch(300, 5)])
+    # Rows of the overwrite's file: a second Puffin file (the first file's vector is in one).
+    table = delete_rows(check(model), "id >= 205 and id < 207").table
+    model = model.filter(pc.invert(pc.and_(pc.greater_equal(model["id"], 205),
+                                           pc.less(model["id"], 207))))
+    compute_table_statistics(check(model), progress=False)
+    table = check(model)
+    (column,) = [c for c in read_table_statistics(table).columns if c.name == "id"]
+    assert round(column.ndv) == model.num_rows
+    ids = _row_ids(table)
+
+    with transaction(table) as tx:
+        tx.update_schema().add_column("note", pa_string()).commit()
+        tx.manage_snapshots().create_tag(table.current_snapshot().snapshot_id, "kept").commit()
+    table = check(model.append_column("note", pa.nulls(model.num_rows, pa.string())))
+    model = model.append_column("note", pa.nulls(model.num_rows, pa.string()))
+    assert "kept" in table.metadata.refs and _row_ids(table) == ids
+
+    gathered = rewrite_deletion_vectors(table)
+    assert (gathered.files_before, gathered.files_after) == (2, 1)
+    compacted = rewrite_data_files(check(model), min_deleted_fraction=0.0, min_input_files=2)
+    assert compacted.snapshot_id is not None and compacted.removed_vectors > 0
+    table = check(model)
+    assert _row_ids(table) == ids
+    assert compacted.statistics == "carried"  # exact before: a compaction changes no row
+    update_table_statistics(table, progress=False)  # already current: nothing to do
+
+    expired = expire_snapshots(table, older_than=datetime.timedelta(0))
+    assert expired.expired_snapshot_ids and expired.deleted_files > 0
+    table = check(model)
+    assert table.metadata.refs["kept"].snapshot_id in {s.snapshot_id for s in table.snapshots()}
+    assert remove_orphan_files(table, older_than=datetime.timedelta(0), dry_run=True).removed == []
+    assert _row_ids(table) == ids
+
+
+def pa_string() -> object:
+    from pyiceberg.types import StringType
+
+    return StringType()

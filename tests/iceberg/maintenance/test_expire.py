@@ -196,12 +196,48 @@ def test_the_command_line_prints_what_it_did(tmp_path: Path) -> None:
     warehouse = str(local_path(table.location()) or "").split("/db/")[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        status = main(["table", "expire", "db.t", "--warehouse", warehouse, "--older-than",
-                       "0s", "--json"])
+        status = main(
+            ["table", "expire", "db.t", "--warehouse", warehouse, "--older-than", "0s", "--json"]
+        )
     assert status == 0
     doc = json.loads(out.getvalue())
     check_shape(doc, documented_shape("table-expire"))
     assert len(doc["expired_snapshot_ids"]) == 6 and doc["deleted"]["manifest-list"]["files"] == 6
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["table", "expire", "db.t", "--warehouse", warehouse,
-                     "--retain-last", "0"]) == 2
+        assert (
+            main(["table", "expire", "db.t", "--warehouse", warehouse, "--retain-last", "0"]) == 2
+        )
+
+
+def test_old_metadata_files_go_when_the_table_says_so(tmp_path: Path) -> None:
+    """``write.metadata.delete-after-commit.enabled``: each commit deletes the metadata
+    files it drops from the log (beyond ``write.metadata.previous-versions-max``), as Java
+    and pyiceberg do; expire, which commits too, leaves exactly the logged ones."""
+    from puffin.iceberg import transaction
+
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=300))
+    with transaction(table) as tx:
+        tx.set_properties(
+            {
+                "write.metadata.delete-after-commit.enabled": "true",
+                "write.metadata.previous-versions-max": "2",
+            }
+        )
+    table = table.refresh()
+    folder = Path(local_path(table.metadata_location) or "").parent
+    for where in ("id < 10", "id < 20", "id < 30", "id < 40"):
+        table = delete_rows(table, where).table
+
+    def metadata_files() -> set[str]:
+        return {p.name for p in folder.glob("*.metadata.json")}
+
+    logged = {Path(local_path(e.metadata_file) or "").name for e in table.metadata.metadata_log}
+    current = Path(local_path(table.metadata_location) or "").name
+    assert len(logged) == 2 and metadata_files() == logged | {current}
+    result = expire_snapshots(table, older_than=NOW)
+    table = result.table
+    logged = {Path(local_path(e.metadata_file) or "").name for e in table.metadata.metadata_log}
+    current = Path(local_path(table.metadata_location) or "").name
+    assert metadata_files() == logged | {current}
+    assert scan_table(table).to_arrow().num_rows == 300 - 40
+    assert find_orphans(table) == []

@@ -24,6 +24,7 @@ from puffin.cli.output import print_json
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
 from puffin.iceberg.cli.deletes import add_delete_commands
 from puffin.iceberg.cli.maintenance import add_maintenance_commands
+from puffin.iceberg.cli.rewrites import add_rewrite_commands
 from puffin.iceberg.cli.scan import add_scan_command
 from puffin.iceberg.cli.writes import add_write_commands
 
@@ -102,6 +103,7 @@ def register_cli(subparsers: Any) -> None:
     _add_sample(groups)
     add_delete_commands(groups, _parents, _open_table)
     add_maintenance_commands(groups, _parents, _open_table)
+    add_rewrite_commands(groups, _parents, _open_table)
     add_write_commands(groups, _parents, _open_table)
     add_scan_command(groups, _parents, _open_table)
 
@@ -222,6 +224,7 @@ def _open_table(args: argparse.Namespace) -> Table:
 def _run_compute(args: argparse.Namespace) -> int:
     table = _open_table(args)  # first: a missing extra is named before any import
     from puffin.iceberg.statistics.compute import SkippedColumnWarning, compute_table_statistics
+
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SkippedColumnWarning)
@@ -278,6 +281,7 @@ def _names(table: Table) -> dict[int, str]:
 def _run_show(args: argparse.Namespace) -> int:
     table = _open_table(args)  # first: a missing extra is named before any import
     from puffin.iceberg.statistics.files import read_table_statistics
+
     stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
     rows = []
     for c in stats.columns:
@@ -324,6 +328,7 @@ def _run_show(args: argparse.Namespace) -> int:
 def _run_verify(args: argparse.Namespace) -> int:
     table = _open_table(args)  # first: a missing extra is named before any import
     from puffin.iceberg.verify.table import verify_table
+
     report = verify_table(table, snapshot_id=args.snapshot_id)
     if args.json:
         print_json("table verify", report.to_dict())

@@ -1,5 +1,5 @@
-"""``puffin table clean-orphans`` and ``puffin table expire``: files in a table's folders that
-nothing references, and snapshots past their age.
+"""``puffin table remove-orphans`` (also ``clean-orphans``) and ``puffin table expire``: files
+in a table's folders that nothing references, and snapshots past their age.
 
 A dry run by default: it lists what it would remove.  ``--delete`` removes them; files
 younger than ``--older-than`` (3 days) are kept, because a commit still in flight may be
@@ -46,7 +46,7 @@ reached. A file outside the table's locations is never deleted: it is listed as 
 def add_maintenance_commands(
     groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
 ) -> None:
-    """Add ``clean-orphans`` and ``expire`` to the ``puffin table`` subparsers."""
+    """Add ``remove-orphans``, ``clean-orphans`` and ``expire`` to ``puffin table``."""
     expire = groups.add_parser(
         "expire",
         help="remove old snapshots and delete the files only they reached",
@@ -58,25 +58,31 @@ def add_maintenance_commands(
     expire.add_argument("--older-than", metavar="AGE", help="e.g. 5d, 12h (default: 5d)")
     expire.add_argument("--retain-last", type=int, metavar="N", help="ancestors kept (1)")
     expire.add_argument(
-        "--allow-prefix", action="append", default=[], metavar="PREFIX",
+        "--allow-prefix",
+        action="append",
+        default=[],
+        metavar="PREFIX",
         help="a location outside the table whose files may be deleted too (repeatable)",
     )
     expire.add_argument("--json", action="store_true", help="print JSON")
     expire.set_defaults(func=lambda args: _run_expire(args, open_table(args)))
-    clean = groups.add_parser(
-        "clean-orphans",
-        help="list (or --delete) files in the table's folders that nothing references",
-        parents=parents(),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    clean.add_argument("table", help="table identifier, e.g. db.events")
-    clean.add_argument(
-        "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
-    )
-    clean.add_argument("--delete", action="store_true", help="remove them (default: list)")
-    clean.add_argument("--json", action="store_true", help="print JSON")
-    clean.set_defaults(func=lambda args: _run_clean(args, open_table(args)))
+    for name in ("remove-orphans", "clean-orphans"):  # clean-orphans: the older name
+        clean = groups.add_parser(
+            name,
+            help="list (or --delete) files in the table's folders that nothing references",
+            parents=parents(),
+            epilog=_EPILOG.replace("clean-orphans", name),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        clean.add_argument("table", help="table identifier, e.g. db.events")
+        clean.add_argument(
+            "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
+        )
+        clean.add_argument("--delete", action="store_true", help="remove them (default: list)")
+        clean.add_argument("--json", action="store_true", help="print JSON")
+        clean.set_defaults(
+            func=lambda args: _run_clean(args, open_table(args)), orphans_command=name
+        )
 
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:
@@ -101,7 +107,7 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
                 for o in found
             ],
         }
-        print_json("table clean-orphans", doc)
+        print_json(f"table {args.orphans_command}", doc)
         return 0
     verb = "removed" if args.delete else "would remove"
     for o in found:
@@ -124,12 +130,15 @@ def _run_expire(args: argparse.Namespace, table: Any) -> int:
         table, older_than=age, retain_last=args.retain_last, allow_prefixes=args.allow_prefix
     )
     if args.json:
-        print_json("table expire", {
-            "table": args.table,
-            "expired_snapshot_ids": result.expired_snapshot_ids,
-            "deleted": {k: {"files": n, "bytes": b} for k, (n, b) in result.deleted.items()},
-            "skipped_outside_table": result.skipped_outside_table,
-        })
+        print_json(
+            "table expire",
+            {
+                "table": args.table,
+                "expired_snapshot_ids": result.expired_snapshot_ids,
+                "deleted": {k: {"files": n, "bytes": b} for k, (n, b) in result.deleted.items()},
+                "skipped_outside_table": result.skipped_outside_table,
+            },
+        )
         return 0
     print(f"expired {len(result.expired_snapshot_ids)} snapshot(s)")
     for kind, (files, size) in result.deleted.items():

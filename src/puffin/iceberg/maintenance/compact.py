@@ -109,14 +109,7 @@ def rewrite_data_files(
         print(result.rewritten_files, "files ->", result.added_files)
     """
     require_v3(table, "rewrite_data_files")
-    if not 0.0 <= min_deleted_fraction <= 1.0:
-        raise UsageError(f"min_deleted_fraction must lie in [0, 1]: {min_deleted_fraction}")
-    if min_input_files < 1:
-        raise UsageError(f"min_input_files must be at least 1: {min_input_files}")
-    if target_file_size_bytes is not None and target_file_size_bytes < 1:
-        raise UsageError(f"the target file size must be positive: {target_file_size_bytes}")
-    if statistics not in ("update", "none"):
-        raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
+    _check(min_deleted_fraction, min_input_files, target_file_size_bytes, statistics)
     row_filter = None if where is None else check_where(table, where)
     target = target_file_size_bytes or _table_target(table)
 
@@ -124,44 +117,68 @@ def rewrite_data_files(
         snapshot = table.current_snapshot()
         if snapshot is None:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        planned = _planned(table, row_filter)
         index = DeleteIndex(table, snapshot)
-        choice = _choose(index, planned, min_deleted_fraction, min_input_files, target)
+        choice = _choose(
+            index, _planned(table, row_filter), min_deleted_fraction, min_input_files, target
+        )
         if not choice.groups:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        chosen = [p for files in choice.groups.values() for p in files]
         added = _write(table, snapshot, index, choice, target, written, progress)
-        removed = {p.path for p in chosen}
-        vectors = {
-            (r.path, r.referenced_data_file)
-            for r in deletion_vector_refs(table, snapshot)
-            if r.referenced_data_file in removed
-        }
-        committed, new = commit_snapshot(
-            table,
-            written,
-            added_data=added,
-            removed_data=removed,
-            superseded=vectors,
-            operation="replace",
-        )
-        return CompactResult(
-            committed,
-            new.snapshot_id,
-            len(chosen),
-            len(added),
-            sum(int(f.record_count) for f in added),
-            sum(choice.deleted.values()),
-            len(vectors),
-            sum(p.data_file.file_size_in_bytes for p in chosen),
-            sum(int(f.file_size_in_bytes) for f in added),
-            attempts=number,
-        )
+        return _commit(table, snapshot, choice, added, written, number)
 
     result = with_retries(table, attempt, max_attempts)
     if result.snapshot_id is None or statistics == "none":
         return result
     return _with_statistics(result, progress)
+
+
+def _check(fraction: float, inputs: int, target: int | None, statistics: str) -> None:
+    if not 0.0 <= fraction <= 1.0:
+        raise UsageError(f"min_deleted_fraction must lie in [0, 1]: {fraction}")
+    if inputs < 1:
+        raise UsageError(f"min_input_files must be at least 1: {inputs}")
+    if target is not None and target < 1:
+        raise UsageError(f"the target file size must be positive: {target}")
+    if statistics not in ("update", "none"):
+        raise UsageError(f"statistics must be 'update' or 'none', got {statistics!r}")
+
+
+def _commit(
+    table: Table,
+    snapshot: Snapshot,
+    choice: _Choice,
+    added: list[DataFile],
+    written: list[str],
+    number: int,
+) -> CompactResult:
+    """One ``replace`` snapshot: the chosen files and their vectors out, ``added`` in."""
+    chosen = [p for files in choice.groups.values() for p in files]
+    removed = {p.path for p in chosen}
+    vectors = {
+        (r.path, r.referenced_data_file)
+        for r in deletion_vector_refs(table, snapshot)
+        if r.referenced_data_file in removed
+    }
+    committed, new = commit_snapshot(
+        table,
+        written,
+        added_data=added,
+        removed_data=removed,
+        superseded=vectors,
+        operation="replace",
+    )
+    return CompactResult(
+        committed,
+        new.snapshot_id,
+        len(chosen),
+        len(added),
+        sum(int(f.record_count) for f in added),
+        sum(choice.deleted.values()),
+        len(vectors),
+        sum(p.data_file.file_size_in_bytes for p in chosen),
+        sum(int(f.file_size_in_bytes) for f in added),
+        attempts=number,
+    )
 
 
 def _table_target(table: Table) -> int:

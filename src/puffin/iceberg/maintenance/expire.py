@@ -13,7 +13,6 @@ table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported
 from __future__ import annotations
 
 import datetime
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,12 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import UsageError
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations
 from puffin.iceberg.metadata.commits import main_branch_requirements, with_retries
+from puffin.iceberg.metadata.retention import (
+    MAX_AGE_PROPERTY,
+    MIN_KEEP_PROPERTY,
+    cutoff_ms_of,
+    expired_snapshots,
+)
 from puffin.iceberg.metadata.v3 import commit
 from puffin.iceberg.verify.orphans import kind_of, reachable_files
 
@@ -30,11 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ExpireResult", "expire_snapshots"]
 
-#: Java's defaults: ``history.expire.max-snapshot-age-ms`` (5 days) and
-#: ``history.expire.min-snapshots-to-keep`` (1).
-MAX_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
-MIN_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
-DEFAULT_MAX_AGE = datetime.timedelta(days=5)
 MAX_ATTEMPTS = 4
 
 
@@ -82,7 +82,7 @@ def expire_snapshots(
         retain_last = int(properties.get(MIN_KEEP_PROPERTY, 1))
     if retain_last < 1:
         raise UsageError(f"retain_last must be at least 1 (the current snapshot): {retain_last}")
-    cutoff_ms = _cutoff_ms(older_than, properties.get(MAX_AGE_PROPERTY))
+    cutoff_ms = cutoff_ms_of(older_than, properties.get(MAX_AGE_PROPERTY))
     before: list[TableMetadata] = []
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
@@ -122,42 +122,3 @@ def expire_snapshots(
         {k: (v[0], v[1]) for k, v in sorted(deletions.deleted.items())},
         deletions.skipped_outside_table,
     )
-
-
-def _cutoff_ms(
-    older_than: datetime.datetime | datetime.timedelta | None, configured: str | None
-) -> int:
-    now_ms = int(time.time() * 1000)
-    if older_than is None:
-        age = datetime.timedelta(milliseconds=int(configured)) if configured else DEFAULT_MAX_AGE
-        return now_ms - int(age.total_seconds() * 1000)
-    if isinstance(older_than, datetime.timedelta):
-        if older_than < datetime.timedelta(0):
-            raise UsageError("older_than must not be a negative age")
-        return now_ms - int(older_than.total_seconds() * 1000)
-    if older_than.tzinfo is None:
-        raise UsageError("older_than must be a timezone-aware datetime (or a timedelta)")
-    return int(older_than.timestamp() * 1000)
-
-
-def expired_snapshots(metadata: TableMetadata, cutoff_ms: int, retain_last: int) -> set[int]:
-    """The snapshots to remove: older than the cutoff, and neither a ref's snapshot nor one
-    of the last ``retain_last`` ancestors of a branch."""
-    by_id = {s.snapshot_id: s for s in metadata.snapshots}
-    kept: set[int] = set()
-    for ref in metadata.refs.values():
-        kept.add(ref.snapshot_id)
-        if ref.snapshot_ref_type != "branch":
-            continue
-        snapshot_id: int | None = ref.snapshot_id
-        for _ in range(retain_last):
-            snapshot = by_id.get(snapshot_id) if snapshot_id is not None else None
-            if snapshot is None:
-                break
-            kept.add(snapshot.snapshot_id)
-            snapshot_id = snapshot.parent_snapshot_id
-    return {
-        s.snapshot_id
-        for s in metadata.snapshots
-        if s.snapshot_id not in kept and s.timestamp_ms < cutoff_ms
-    }

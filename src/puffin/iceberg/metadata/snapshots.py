@@ -235,24 +235,18 @@ def write_delete_snapshot(
     snapshot_id = metadata.new_snapshot_id()
     sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
     first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
-    manifests = read_manifest_list(table.io, parent.manifest_list) if parent else []
     written: list[str] = []
     list_path = _metadata_file(table, f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
+    ids = (snapshot_id, parent.snapshot_id if parent else None, sequence_number)
     try:
-        carried, new_data, new_deletes, gone = _rewritten_manifests(
-            table, manifests, added, removed, removed_data, snapshot_id, written
-        )
-        if added_data:
-            new_data.insert(0, _data_manifest(table, added_data, snapshot_id, written))
-        written.append(list_path)
-        with ManifestListWriterV3(
-            table.io.new_output(list_path),
-            snapshot_id,
-            parent.snapshot_id if parent else None,
-            sequence_number,
+        gone, next_row_id = _write_manifests(
+            table,
+            (added, removed, added_data, removed_data),
+            ids,
             first_row_id,
-        ) as writer:
-            writer.add_manifests([*new_data, *carried, *new_deletes])
+            list_path,
+            written,
+        )
     except BaseException:
         remove_files(table, written)
         raise
@@ -268,16 +262,45 @@ def write_delete_snapshot(
     snapshot = Snapshot.model_validate(
         {
             "snapshot-id": snapshot_id,
-            "parent-snapshot-id": parent.snapshot_id if parent else None,
+            "parent-snapshot-id": ids[1],
             "sequence-number": sequence_number,
             "manifest-list": list_path,
             "summary": Summary(Operation(operation), **props),
             "schema-id": metadata.current_schema_id,
             "first-row-id": first_row_id,
-            "added-rows": writer.next_row_id - first_row_id,
+            "added-rows": next_row_id - first_row_id,
         }
     )
     return DeleteSnapshot(snapshot, tuple(written))
+
+
+def _write_manifests(
+    table: Table,
+    change: tuple[Sequence[DataFile], Set[DeleteFileKey], Sequence[DataFile], Set[str]],
+    ids: tuple[int, int | None, int],
+    first_row_id: int,
+    list_path: str,
+    written: list[str],
+) -> tuple[_Gone, int]:
+    """The snapshot's manifests and manifest list (``change``: delete files added and
+    removed, data files added and removed); what was removed, and the next row id."""
+    added, removed, added_data, removed_data = change
+    parent = table.current_snapshot()
+    carried, new_data, new_deletes, gone = _rewritten_manifests(
+        table,
+        read_manifest_list(table.io, parent.manifest_list) if parent else [],
+        added,
+        removed,
+        removed_data,
+        ids[0],
+        written,
+    )
+    if added_data:
+        new_data.insert(0, _data_manifest(table, added_data, ids[0], written))
+    written.append(list_path)
+    with ManifestListWriterV3(table.io.new_output(list_path), *ids, first_row_id) as writer:
+        writer.add_manifests([*new_data, *carried, *new_deletes])
+    return gone, writer.next_row_id
 
 
 def commit_snapshot(

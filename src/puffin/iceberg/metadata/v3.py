@@ -333,7 +333,44 @@ def commit(
     """
     from puffin.iceberg.metadata.commits import committed_or_interrupted
 
-    return committed_or_interrupted(lambda: _commit(table, requirements, updates))
+    def commit_and_tidy() -> Table:
+        committed = _commit(table, requirements, updates)
+        _delete_dropped_metadata(table, committed)
+        return committed
+
+    return committed_or_interrupted(commit_and_tidy)
+
+
+def _delete_dropped_metadata(base: Table, committed: Table) -> None:
+    """With ``write.metadata.delete-after-commit.enabled``, the metadata files the commit
+    dropped from the log (beyond ``write.metadata.previous-versions-max``) are deleted, as
+    Iceberg Java's and pyiceberg's commits do; only files under the table's locations."""
+    import warnings
+
+    from pyiceberg.table import TableProperties
+    from pyiceberg.utils.properties import property_as_bool
+
+    from puffin.iceberg.metadata.table_locations import TableLocations
+
+    properties = committed.metadata.properties
+    if not property_as_bool(
+        properties,
+        TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED,
+        TableProperties.METADATA_DELETE_AFTER_COMMIT_ENABLED_DEFAULT,
+    ):
+        return
+    kept = {log.metadata_file for log in committed.metadata.metadata_log}
+    dropped = {log.metadata_file for log in base.metadata.metadata_log} - kept
+    owned = TableLocations.of(committed)
+    for location in sorted(dropped):
+        if not owned.owns(location):
+            continue  # never delete outside the table, whatever its log says
+        try:
+            committed.io.delete(location)
+        except FileNotFoundError:
+            pass  # the catalog's server deleted it already (Java's REST catalog does)
+        except OSError as exc:  # the commit stands; an old metadata file stays behind
+            warnings.warn(f"could not delete old metadata file {location}: {exc}", stacklevel=3)
 
 
 def _commit(

@@ -31,6 +31,7 @@ from puffin.iceberg.metadata.delete_files import (
     read_vector,
 )
 from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.hints import maintenance_hints
 from puffin.iceberg.verify.orphans import find_orphans, referenced_files
 from puffin.iceberg.verify.v3_checks import check_v3
 from puffin.io.locations import location_key, open_input
@@ -51,7 +52,8 @@ class TableProblem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
     # "statistics", "partition-statistics", "deletion-vector", "data-file", "table";
-    # warnings: "orphan", "stale-statistics", "outside-table"
+    # warnings: "orphan", "stale-statistics", "outside-table", and when maintenance would
+    # help (verify/hints.py): "expire-backlog", "spread-deletes", "deleted-rows"
     kind: str
     path: str
     message: str
@@ -308,9 +310,10 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     for pstats in table.metadata.partition_statistics:
         report.partition_statistics_files += 1
         _check_partition_statistics(table, pstats, report)
+    planned = None
     if snapshot_id is not None or table.current_snapshot() is not None:
         snapshot = resolve_snapshot(table, snapshot_id)
-        planned = plan_files(table, snapshot)  # read once for both checks
+        planned = plan_files(table, snapshot)  # read once for every check
         _check_deletion_vectors(table, snapshot, planned, report)
         _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
@@ -321,12 +324,17 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
             "orphan",
             o.path,
             f"{o.size} bytes, referenced by no snapshot or statistics entry "
-            "(`puffin table clean-orphans` removes it)",
+            "(`puffin table remove-orphans` removes it)",
         )
         for o in find_orphans(table, referenced)
     )
     report.warnings.extend(_stale_statistics(table))
     report.warnings.extend(_outside_table(table, referenced))
+    current = snapshot_id is None or snapshot_id == getattr(
+        table.current_snapshot(), "snapshot_id", None
+    )
+    hints = maintenance_hints(table, planned if current else None)
+    report.warnings.extend(TableProblem(*hint) for hint in hints)
     return report
 
 

@@ -1,0 +1,160 @@
+"""``puffin table rewrite-deletes`` and ``puffin table compact``: a v3 table's deletes
+gathered into few Puffin files, and data files written again without their deleted rows.
+
+Both commit one ``replace`` snapshot and change no row; the files they replace stay until
+``puffin table expire`` removes the snapshots that still reach them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from puffin.cli.output import print_json
+
+__all__ = ["add_rewrite_commands"]
+
+_EPILOG_DELETES = """\
+examples:
+  puffin table rewrite-deletes db.events
+  puffin table rewrite-deletes db.events --target-size 8MB --json
+
+Every data file with deleted rows gets one deletion vector holding all of them, and the
+vectors are written into as few Puffin files as the size target allows (default the table's
+write.delete.target-file-size-bytes, else 64 MiB). Parquet position-delete files become
+vectors; vectors of data files no longer in the table are dropped. A table whose deletes
+already sit in that few files is left as it is (exit 0, no snapshot).
+"""
+
+_EPILOG_COMPACT = """\
+examples:
+  puffin table compact db.events                         files 30 % deleted or more
+  puffin table compact db.events --min-deleted 0.1 --where "day >= '2026-01-01'" --json
+
+Data files with at least --min-deleted of their rows deleted, and small files (under 75 %
+of the target size) when a partition has --min-input-files of them or is rewritten anyway,
+are written again without the deleted rows; their deletion vectors go. Each row keeps its
+_row_id and _last_updated_sequence_number. The table's statistics follow the new snapshot
+(upper bounds are computed again, exactly) unless --no-statistics.
+"""
+
+
+def add_rewrite_commands(
+    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
+) -> None:
+    """Add ``rewrite-deletes`` and ``compact`` to the ``puffin table`` subparsers."""
+    deletes = groups.add_parser(
+        "rewrite-deletes",
+        help="gather a v3 table's deletion vectors into as few Puffin files as fit",
+        parents=parents(),
+        epilog=_EPILOG_DELETES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    deletes.add_argument("table", help="table identifier, e.g. db.events")
+    deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
+    deletes.add_argument("--json", action="store_true", help="print JSON")
+    deletes.set_defaults(func=lambda args: _run_rewrite_deletes(args, open_table(args)))
+    compact = groups.add_parser(
+        "compact",
+        help="rewrite data files with deleted rows (and small files) without those rows",
+        parents=parents(),
+        epilog=_EPILOG_COMPACT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    compact.add_argument("table", help="table identifier, e.g. db.events")
+    compact.add_argument("--where", metavar="COND", help="only files that may hold such rows")
+    compact.add_argument(
+        "--min-deleted",
+        type=float,
+        default=0.3,
+        metavar="FRACTION",
+        help="rewrite files with at least this fraction of rows deleted (0.3)",
+    )
+    compact.add_argument(
+        "--min-input-files",
+        type=int,
+        default=5,
+        metavar="N",
+        help="small files of a partition rewritten once there are N (5)",
+    )
+    compact.add_argument("--target-size", metavar="SIZE", help="e.g. 512MB (the table's)")
+    compact.add_argument(
+        "--no-statistics", action="store_true", help="leave the table's statistics as they are"
+    )
+    compact.add_argument("--progress", action="store_true", help="draw a progress bar")
+    compact.add_argument("--json", action="store_true", help="print JSON")
+    compact.set_defaults(func=lambda args: _run_compact(args, open_table(args)))
+
+
+def _size(text: str | None) -> int | None:
+    from puffin.cli._common import parse_size
+
+    return None if text is None else parse_size(text)
+
+
+def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.maintenance.rewrite_deletes import rewrite_deletion_vectors
+
+    result = rewrite_deletion_vectors(table, target_file_size_bytes=_size(args.target_size))
+    doc = {
+        "table": args.table,
+        "snapshot_id": result.snapshot_id,
+        "files_before": result.files_before,
+        "files_after": result.files_after,
+        "vectors": result.vectors,
+        "dropped_dangling": result.dropped_dangling,
+        "deleted_rows": result.deleted_rows,
+    }
+    if args.json:
+        print_json("table rewrite-deletes", doc)
+    elif result.snapshot_id is None:
+        print(f"nothing to rewrite: {result.files_before} delete file(s) already")
+    else:
+        print(
+            f"rewrote {result.files_before} delete file(s) into {result.files_after}: "
+            f"{result.vectors} vector(s), {result.deleted_rows} deleted rows; snapshot "
+            f"{result.snapshot_id}"
+        )
+        if result.dropped_dangling:
+            print(f"  dropped {result.dropped_dangling} of data files no longer in the table")
+    return 0
+
+
+def _run_compact(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.maintenance.compact import rewrite_data_files
+
+    result = rewrite_data_files(
+        table,
+        where=args.where,
+        min_deleted_fraction=args.min_deleted,
+        min_input_files=args.min_input_files,
+        target_file_size_bytes=_size(args.target_size),
+        statistics="none" if args.no_statistics else "update",
+        progress=True if args.progress else None,
+    )
+    doc = {
+        "table": args.table,
+        "snapshot_id": result.snapshot_id,
+        "rewritten_files": result.rewritten_files,
+        "added_files": result.added_files,
+        "rows": result.rows,
+        "dropped_deleted_rows": result.dropped_deleted_rows,
+        "removed_vectors": result.removed_vectors,
+        "bytes_before": result.bytes_before,
+        "bytes_after": result.bytes_after,
+        "statistics": result.statistics,
+    }
+    if args.json:
+        print_json("table compact", doc)
+    elif result.snapshot_id is None:
+        print("nothing to compact (see --min-deleted and --min-input-files)")
+    else:
+        print(
+            f"rewrote {result.rewritten_files} data file(s) into {result.added_files}: "
+            f"{result.rows} rows kept, {result.dropped_deleted_rows} deleted rows dropped, "
+            f"{result.bytes_before} -> {result.bytes_after} bytes; snapshot {result.snapshot_id}"
+        )
+        if result.statistics != "none":
+            print(f"  statistics: {result.statistics}")
+    return 0

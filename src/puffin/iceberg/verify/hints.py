@@ -1,0 +1,89 @@
+"""When a table needs maintenance: the warnings ``verify_table`` adds for a backlog of
+expired snapshots, deletion vectors spread over many Puffin files and data files with many
+deleted rows, each naming the command that helps. Read from metadata alone (manifests, no
+data or Puffin file is opened)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from puffin.errors import TableMetadataError
+from puffin.iceberg.metadata.delete_files import deletion_vector_refs
+from puffin.iceberg.metadata.retention import (
+    MAX_AGE_PROPERTY,
+    MIN_KEEP_PROPERTY,
+    cutoff_ms_of,
+    expired_snapshots,
+)
+from puffin.iceberg.scan.plan import plan_files
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pyiceberg.table import Table
+
+    from puffin.iceberg.scan.plan import PlannedFile
+
+__all__ = ["SPREAD_FILES", "maintenance_hints"]
+
+#: Live deletion vectors in at least this many Puffin files: every reader opens each.
+SPREAD_FILES = 10
+#: A data file with at least this fraction of its rows deleted (Java's compaction default).
+DELETED_FRACTION = 0.3
+
+
+def maintenance_hints(
+    table: Table, planned: Sequence[PlannedFile] | None = None
+) -> list[tuple[str, str, str]]:
+    """Warnings ``(kind, location, message)``: ``expire-backlog``, ``spread-deletes`` and
+    ``deleted-rows`` (see module) for the current snapshot; ``planned`` saves planning it
+    again."""
+    found: list[tuple[str, str, str]] = []
+    metadata = table.metadata
+    location = metadata.location
+    keep = int(metadata.properties.get(MIN_KEEP_PROPERTY, 1))
+    cutoff = cutoff_ms_of(None, metadata.properties.get(MAX_AGE_PROPERTY))
+    expired = expired_snapshots(metadata, cutoff, keep)
+    if expired:
+        found.append(
+            (
+                "expire-backlog",
+                location,
+                f"{len(expired)} snapshot(s) are past the table's retention and keep their files: "
+                "`puffin table expire` (expire_snapshots) removes them",
+            )
+        )
+    snapshot = table.current_snapshot()
+    if snapshot is None or metadata.format_version < 3:
+        return found
+    try:
+        refs = deletion_vector_refs(table, snapshot)
+    except TableMetadataError:
+        return found  # a broken delete manifest: verify_table reports it as a problem
+    files = {r.path for r in refs}
+    if len(files) >= SPREAD_FILES:
+        found.append(
+            (
+                "spread-deletes",
+                location,
+                f"the live deletion vectors sit in {len(files)} Puffin files, each opened by every "
+                "reader: `puffin table rewrite-deletes` (rewrite_deletion_vectors) gathers them",
+            )
+        )
+    deleted = {r.referenced_data_file: r.record_count for r in refs}
+    heavy = [
+        p
+        for p in (planned if planned is not None else plan_files(table, snapshot))
+        if p.record_count and deleted.get(p.path, 0) >= DELETED_FRACTION * p.record_count
+    ]
+    if heavy:
+        found.append(
+            (
+                "deleted-rows",
+                location,
+                f"{len(heavy)} data file(s) have {DELETED_FRACTION:.0%} or more of their rows "
+                "deleted, which readers still decode: `puffin table compact` (rewrite_data_files) "
+                "writes them again without those rows",
+            )
+        )
+    return found
