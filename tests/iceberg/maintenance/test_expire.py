@@ -241,3 +241,21 @@ def test_old_metadata_files_go_when_the_table_says_so(tmp_path: Path) -> None:
     assert metadata_files() == logged | {current}
     assert scan_table(table).to_arrow().num_rows == 300 - 40
     assert find_orphans(table) == []
+
+
+def test_failed_commit_cleanup_deletes_only_inside_the_table(tmp_path: Path) -> None:
+    """The cleanup of a commit that did not happen takes the same guard: a location it is
+    handed outside the table (a neighbour's file, a climb by ``..``) stays."""
+    from puffin.iceberg.metadata.manifests import remove_files
+
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=10)
+    root = Path(local_path(table.location()) or "")
+    inside = root / "data" / "written-for-a-failed-commit.parquet"
+    inside.write_bytes(b"x")
+    neighbour = tmp_path / "db" / "other" / "data.parquet"
+    neighbour.parent.mkdir(parents=True)
+    neighbour.write_bytes(b"keep me")
+    climb = f"{table.location()}/data/../../other/data.parquet"
+    remove_files(table, [str(inside), str(neighbour), climb])
+    assert not inside.exists()
+    assert neighbour.read_bytes() == b"keep me"

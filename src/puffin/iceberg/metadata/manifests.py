@@ -97,8 +97,14 @@ def delete_file_key(data_file: DataFile) -> DeleteFileKey:
 
 def remove_files(table: Table, locations: Iterable[str]) -> None:
     """Delete files written for a commit that did not happen (best effort: the commit's
-    own error is what the caller reports)."""
+    own error is what the caller reports).  Only files under the table's locations: what
+    a writer wrote for the table lies there, and nothing else is ever deleted."""
+    from puffin.iceberg.metadata.table_locations import TableLocations
+
+    owned = TableLocations.of(table)
     for location in locations:
+        if not owned.owns(location):
+            continue
         try:
             table.io.delete(location)
         except OSError:  # pragma: no cover - the commit error is what matters
