@@ -290,6 +290,47 @@ def test_java_reads_the_same_row_ids_after_our_rewrites(tmp_path: Path, java: Ja
     assert after == {i: v for i, v in before.items() if i >= 200}
 
 
+def test_java_reads_the_same_row_ids_after_merges_and_rewrite_manifests(
+    tmp_path: Path, java: JavaPeer
+) -> None:
+    """Our commits merge manifests (Java's rule, min-count 3 here) and rewrite_manifests
+    regroups them: Java reads the model's rows, every surviving row with its row id."""
+    from puffin.iceberg import rewrite_manifests, transaction
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.mm", rows=1000, files=2))
+    with transaction(table) as tx:
+        tx.set_properties({"commit.manifest.min-count-to-merge": "3"})
+    table = catalog.load_table("db.mm")
+    model = _Rows(table)
+    table = delete_rows(table, "category = 3").table  # the first v3 list: rows get ids
+    model.keep(lambda r: r["category"] != 3)
+    states = [_lineage(java, table, model)]
+    for i in range(5):
+        batch = sample_batch(40, start=50_000 + 100 * i, seed=i)
+        table = append(table, batch, statistics="none")
+        model.add(batch)
+        table = delete_rows(table, f"id = {50_000 + 100 * i}").table
+        model.keep(lambda r, gone=50_000 + 100 * i: r["id"] != gone)
+    data = [m for m in table.current_snapshot().manifests(table.io) if m.content.value == 0]
+    assert len(data) < 3  # merged along the way
+    states.append(_lineage(java, table, model))
+    with transaction(table) as tx:
+        tx.set_properties({"commit.manifest-merge.enabled": "false"})
+    table = catalog.load_table("db.mm")
+    for i in range(3):
+        batch = sample_batch(10, start=60_000 + 100 * i, seed=10 + i)
+        table = append(table, batch, statistics="none")
+        model.add(batch)
+    states.append(_lineage(java, table, model))
+    result = rewrite_manifests(table)
+    assert result.manifests_after == 1 < result.manifests_before
+    states.append(_lineage(java, result.table, model))
+    for before, after in itertools.pairwise(states):
+        _stable(before, after)
+    assert states[-1] == states[-2]
+
+
 def test_our_orphans_are_javas_orphans(tmp_path: Path, java: JavaPeer) -> None:
     """remove_orphan_files' dry run lists exactly what Java's remove_orphan_files (dry run)
     lists, on a table with history and stray files of every kind; then ours removes them and

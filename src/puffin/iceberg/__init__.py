@@ -67,6 +67,8 @@ _LAZY: dict[str, str] = {
     "remove_orphan_files": "puffin.iceberg.maintenance.orphans",
     "rewrite_deletion_vectors": "puffin.iceberg.maintenance.rewrite_deletes",
     "rewrite_data_files": "puffin.iceberg.maintenance.compact",
+    "rewrite_manifests": "puffin.iceberg.maintenance.rewrite_manifests",
+    "RewriteManifestsResult": "puffin.iceberg.maintenance.rewrite_manifests",
     "CompactResult": "puffin.iceberg.maintenance.compact",
     "RewriteDeletesResult": "puffin.iceberg.maintenance.rewrite_deletes",
     "OrphanResult": "puffin.iceberg.maintenance.orphans",
@@ -124,6 +126,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         RewriteDeletesResult,
         rewrite_deletion_vectors,
     )
+    from puffin.iceberg.maintenance.rewrite_manifests import (
+        RewriteManifestsResult,
+        rewrite_manifests,
+    )
     from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
     from puffin.iceberg.scan.table_scan import TableScan, scan_table
     from puffin.iceberg.statistics.compute import (
@@ -163,6 +169,7 @@ __all__ = [
     "ExpireResult",
     "OrphanResult",
     "RewriteDeletesResult",
+    "RewriteManifestsResult",
     "SkippedColumnWarning",
     "SnapshotNotFoundError",
     "StatisticsNotFoundError",
@@ -192,6 +199,7 @@ __all__ = [
     "remove_orphan_files",
     "rewrite_data_files",
     "rewrite_deletion_vectors",
+    "rewrite_manifests",
     "sample_batch",
     "sample_schema",
     "scan_table",

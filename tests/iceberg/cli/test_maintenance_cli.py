@@ -137,3 +137,13 @@ def test_many_puffin_files_are_a_warning(tmp_path: Path) -> None:
     kinds = {w.kind: w.message for w in verify_table(table).warnings}
     assert f"in {SPREAD_FILES} Puffin files" in kinds["spread-deletes"]
     assert "deleted-rows" not in kinds
+
+
+def test_rewrite_manifests_on_the_command_line(warehouse: tuple[str, Any]) -> None:
+    wh, _ = warehouse
+    ids = _ids(wh)
+    doc = _json("table-rewrite-manifests", "rewrite-manifests", "db.t", "--warehouse", wh)
+    assert (doc["manifests_before"], doc["manifests_after"], doc["entries"]) == (4, 1, 4)
+    assert _ids(wh) == ids
+    status, out, _ = _run("rewrite-manifests", "db.t", "--warehouse", wh)
+    assert status == 0 and out.startswith("nothing to rewrite: 1 data manifest(s)"), out

@@ -1,5 +1,6 @@
-"""``puffin table rewrite-deletes`` and ``puffin table compact``: a v3 table's deletes
-gathered into few Puffin files, and data files written again without their deleted rows.
+"""``puffin table rewrite-deletes``, ``compact`` and ``rewrite-manifests``: a v3 table's
+deletes gathered into few Puffin files, data files written again without their deleted
+rows, data manifests regrouped.
 
 Both commit one ``replace`` snapshot and change no row; the files they replace stay until
 ``puffin table expire`` removes the snapshots that still reach them.
@@ -40,10 +41,22 @@ _row_id and _last_updated_sequence_number. The table's statistics follow the new
 """
 
 
+_EPILOG_MANIFESTS = """\
+examples:
+  puffin table rewrite-manifests db.events
+  puffin table rewrite-manifests db.events --target-size 8MB --json
+
+Every live data-file entry is written again, clustered by partition, into manifests of the
+target size (the table's commit.manifest.target-size-bytes, else 8 MiB): one replace
+snapshot, no row and no _row_id changed. Commits merge manifests as they go (Java's
+commit.manifest-merge.* properties); this regroups a table whose manifests grew anyway.
+"""
+
+
 def add_rewrite_commands(
     groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
 ) -> None:
-    """Add ``rewrite-deletes`` and ``compact`` to the ``puffin table`` subparsers."""
+    """Add ``rewrite-deletes``, ``compact`` and ``rewrite-manifests`` to ``puffin table``."""
     deletes = groups.add_parser(
         "rewrite-deletes",
         help="gather a v3 table's deletion vectors into as few Puffin files as fit",
@@ -85,6 +98,17 @@ def add_rewrite_commands(
     compact.add_argument("--progress", action="store_true", help="draw a progress bar")
     compact.add_argument("--json", action="store_true", help="print JSON")
     compact.set_defaults(func=lambda args: _run_compact(args, open_table(args)))
+    manifests = groups.add_parser(
+        "rewrite-manifests",
+        help="regroup a v3 table's data manifests by partition and size (row ids kept)",
+        parents=parents(),
+        epilog=_EPILOG_MANIFESTS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    manifests.add_argument("table", help="table identifier, e.g. db.events")
+    manifests.add_argument("--target-size", metavar="SIZE", help="e.g. 8MB (the table's)")
+    manifests.add_argument("--json", action="store_true", help="print JSON")
+    manifests.set_defaults(func=lambda args: _run_rewrite_manifests(args, open_table(args)))
 
 
 def _size(text: str | None) -> int | None:
@@ -157,4 +181,27 @@ def _run_compact(args: argparse.Namespace, table: Any) -> int:
         )
         if result.statistics != "none":
             print(f"  statistics: {result.statistics}")
+    return 0
+
+
+def _run_rewrite_manifests(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.maintenance.rewrite_manifests import rewrite_manifests
+
+    result = rewrite_manifests(table, target_size_bytes=_size(args.target_size))
+    doc = {
+        "table": args.table,
+        "snapshot_id": result.snapshot_id,
+        "manifests_before": result.manifests_before,
+        "manifests_after": result.manifests_after,
+        "entries": result.entries,
+    }
+    if args.json:
+        print_json("table rewrite-manifests", doc)
+    elif result.snapshot_id is None:
+        print(f"nothing to rewrite: {result.manifests_before} data manifest(s)")
+    else:
+        print(
+            f"rewrote {result.manifests_before} data manifest(s) into "
+            f"{result.manifests_after} ({result.entries} entries); snapshot {result.snapshot_id}"
+        )
     return 0

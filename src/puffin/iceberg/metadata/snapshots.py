@@ -11,12 +11,18 @@ that gives data manifests their ``first_row_id``.  Nothing is committed here.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import snapshot_updates
+from puffin.iceberg.metadata.manifest_merge import (
+    MergePolicy,
+    manifest_entry,
+    merge_manifests,
+    write_manifest,
+)
 from puffin.iceberg.metadata.manifests import (
     CONTENT_SIZE,
     FIRST_ROW_ID,
@@ -27,17 +33,19 @@ from puffin.iceberg.metadata.manifests import (
     remove_files,
 )
 from puffin.iceberg.metadata.v3 import (
-    DataManifestWriterV3,
-    DeleteManifestWriterV3,
     ManifestListWriterV3,
     inherited_first_row_ids,
     to_v3_data_file,
 )
 
 if TYPE_CHECKING:
-    from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+    from pyiceberg.manifest import DataFile, ManifestFile
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
+
+#: Lays a snapshot's data manifests out anew: (table, manifests, snapshot id, written) ->
+#: manifests; every file it writes is listed in ``written``.
+Regroup = Callable[["Table", list["ManifestFile"], int, list[str]], list["ManifestFile"]]
 
 __all__ = ["DeleteSnapshot", "commit_snapshot", "snapshot_summary", "write_delete_snapshot"]
 
@@ -112,20 +120,6 @@ def _metadata_file(table: Table, name: str) -> str:
     return str(table.location_provider().new_metadata_location(name))
 
 
-def _entry(status: Any, snapshot_id: int, entry: ManifestEntry | None, data_file: Any) -> Any:
-    from pyiceberg.manifest import ManifestEntry
-
-    # The spec: "Snapshot id where the file was added, or deleted if status is 2": callers
-    # pass the entry's own id for EXISTING entries and the new snapshot's otherwise.
-    return ManifestEntry.from_args(
-        status=status,
-        snapshot_id=snapshot_id,
-        sequence_number=None if entry is None else entry.sequence_number,
-        file_sequence_number=None if entry is None else entry.file_sequence_number,
-        data_file=data_file,
-    )
-
-
 def _rewritten_manifests(
     table: Table,
     manifests: Sequence[ManifestFile],
@@ -146,7 +140,7 @@ def _rewritten_manifests(
     data: dict[int, list[Any]] = {}
     deletes: dict[int, list[Any]] = {}
     for df in added:
-        deletes.setdefault(df.spec_id, []).append(_entry(S.ADDED, snapshot_id, None, df))
+        deletes.setdefault(df.spec_id, []).append(manifest_entry(S.ADDED, snapshot_id, None, df))
     for manifest in manifests:
         is_data = manifest.content == ManifestContent.DATA
         if is_data and not removed_data:
@@ -168,9 +162,9 @@ def _rewritten_manifests(
         group = (data if is_data else deletes).setdefault(manifest.partition_spec_id, [])
         for e, h in zip(entries, hit, strict=True):
             status, who = (S.DELETED, snapshot_id) if h else (S.EXISTING, e.snapshot_id)
-            group.append(_entry(status, who or snapshot_id, e, e.data_file))
-    new_data = _write_groups(table, data, DataManifestWriterV3, snapshot_id, written, "d")
-    new_deletes = _write_groups(table, deletes, DeleteManifestWriterV3, snapshot_id, written, "m")
+            group.append(manifest_entry(status, who or snapshot_id, e, e.data_file))
+    new_data = _write_groups(table, data, ManifestContent.DATA, snapshot_id, written)
+    new_deletes = _write_groups(table, deletes, ManifestContent.DELETES, snapshot_id, written)
     return carried, new_data, new_deletes, gone
 
 
@@ -185,26 +179,13 @@ def _removal_key(data_file: DataFile, is_data: bool) -> Any:
 
 
 def _write_groups(
-    table: Table,
-    groups: dict[int, list[Any]],
-    writer_class: type[DeleteManifestWriterV3],
-    snapshot_id: int,
-    written: list[str],
-    tag: str,
+    table: Table, groups: dict[int, list[Any]], content: Any, snapshot_id: int, written: list[str]
 ) -> list[ManifestFile]:
     """One v3 manifest per partition spec of the entries grouped by spec."""
-    out: list[ManifestFile] = []
-    for spec_id, entries in sorted(groups.items()):
-        path = _metadata_file(table, f"{uuid.uuid4()}-{tag}{len(out)}.avro")
-        written.append(path)  # before writing: a partial manifest is cleaned up too
-        spec = table.specs()[spec_id]
-        with writer_class(
-            spec, table.schema(), table.io.new_output(path), snapshot_id, "deflate"
-        ) as w:
-            for e in entries:
-                w.add_entry(e)
-        out.append(w.to_manifest_file())
-    return out
+    return [
+        write_manifest(table, spec_id, content, entries, snapshot_id, written)
+        for spec_id, entries in sorted(groups.items())
+    ]
 
 
 def write_delete_snapshot(
@@ -215,6 +196,7 @@ def write_delete_snapshot(
     operation: str = "delete",
     added_data: Sequence[DataFile] = (),
     removed_data: Set[str] = frozenset(),
+    regroup: Regroup | None = None,
 ) -> DeleteSnapshot:
     """Manifests, manifest list and ``Snapshot`` for a change of delete files (and, for an
     append, overwrite or compaction, new data files; for a compaction, data files removed).
@@ -223,7 +205,8 @@ def write_delete_snapshot(
     live delete files to drop (superseded DVs, merged position deletes); ``added_data`` new
     data files, written to one new v3 data manifest whose ``first_row_id`` the manifest
     list assigns; ``removed_data`` paths of live data files to drop (their manifests are
-    rewritten, every other entry keeping its ``first_row_id``).  Other data manifests are
+    rewritten, every other entry keeping its ``first_row_id``); ``regroup`` lays the data
+    manifests out instead of merging (``rewrite_manifests``).  Other data manifests are
     carried unchanged and get a ``first_row_id`` if they have none; the snapshot's
     ``first-row-id`` is the table's ``next-row-id`` (0 for a table being upgraded) and
     ``added-rows`` the row ids it reserves.
@@ -246,6 +229,7 @@ def write_delete_snapshot(
             first_row_id,
             list_path,
             written,
+            regroup,
         )
     except BaseException:
         remove_files(table, written)
@@ -281,9 +265,14 @@ def _write_manifests(
     first_row_id: int,
     list_path: str,
     written: list[str],
+    regroup: Regroup | None = None,
 ) -> tuple[_Gone, int]:
-    """The snapshot's manifests and manifest list (``change``: delete files added and
-    removed, data files added and removed); what was removed, and the next row id."""
+    """The snapshot's manifests, merged as the table's properties say (Java's defaults:
+    :mod:`.manifest_merge`) or data manifests regrouped by ``regroup``, and manifest list
+    (``change``: delete files added and removed, data files added and removed); what was
+    removed, and the next row id."""
+    from pyiceberg.manifest import ManifestContent
+
     added, removed, added_data, removed_data = change
     parent = table.current_snapshot()
     carried, new_data, new_deletes, gone = _rewritten_manifests(
@@ -297,9 +286,21 @@ def _write_manifests(
     )
     if added_data:
         new_data.insert(0, _data_manifest(table, added_data, ids[0], written))
+    policy = MergePolicy.of(table)
+    old_data = [m for m in carried if m.content == ManifestContent.DATA]
+    old_deletes = [m for m in carried if m.content != ManifestContent.DATA]
+    data = [*new_data, *old_data]
+    manifests = [
+        *(
+            regroup(table, data, ids[0], written)
+            if regroup
+            else merge_manifests(table, data, ids[0], written, policy)
+        ),
+        *merge_manifests(table, [*new_deletes, *old_deletes], ids[0], written, policy),
+    ]
     written.append(list_path)
     with ManifestListWriterV3(table.io.new_output(list_path), *ids, first_row_id) as writer:
-        writer.add_manifests([*new_data, *carried, *new_deletes])
+        writer.add_manifests(manifests)
     return gone, writer.next_row_id
 
 
@@ -313,6 +314,7 @@ def commit_snapshot(
     removed_data: Set[str] = frozenset(),
     operation: str = "delete",
     first_updates: Sequence[Any] = (),
+    regroup: Regroup | None = None,
 ) -> tuple[Table, Snapshot]:
     """Write a snapshot (:func:`write_delete_snapshot`) and commit it as ``main``; the
     table as committed and the snapshot.  The files written go into ``written`` as they are
@@ -325,6 +327,7 @@ def commit_snapshot(
         operation=operation,
         added_data=added_data,
         removed_data=removed_data,
+        regroup=regroup,
     )
     written.extend(staged.written)
     requirements, updates = snapshot_updates(table, staged.snapshot)
@@ -335,14 +338,11 @@ def _data_manifest(
     table: Table, added: Sequence[DataFile], snapshot_id: int, written: list[str]
 ) -> ManifestFile:
     """One v3 data manifest of the added data files (ADDED entries, of the default spec)."""
-    from pyiceberg.manifest import ManifestEntryStatus
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 
-    path = _metadata_file(table, f"{uuid.uuid4()}-m-data.avro")
-    written.append(path)
-    spec = table.spec()
-    out = table.io.new_output(path)
-    with DataManifestWriterV3(spec, table.schema(), out, snapshot_id, "deflate") as writer:
-        for df in added:
-            record = to_v3_data_file(df, spec.spec_id)
-            writer.add_entry(_entry(ManifestEntryStatus.ADDED, snapshot_id, None, record))
-    return writer.to_manifest_file()
+    spec_id = table.spec().spec_id
+    entries = [
+        manifest_entry(ManifestEntryStatus.ADDED, snapshot_id, None, to_v3_data_file(df, spec_id))
+        for df in added
+    ]
+    return write_manifest(table, spec_id, ManifestContent.DATA, entries, snapshot_id, written)
