@@ -331,6 +331,32 @@ def test_java_reads_the_same_row_ids_after_merges_and_rewrite_manifests(
     assert states[-1] == states[-2]
 
 
+def test_java_rewrite_manifests_renumbers_row_ids_where_ours_keeps_them(
+    tmp_path: Path, java: JavaPeer
+) -> None:
+    """A peer fact (docs/interop.md): Iceberg Java 1.10.2's ``rewrite_manifests`` on a v3
+    table writes existing entries without their ``first_row_id``, so every row inherits a
+    new ``_row_id``; our ``rewrite_manifests`` on the same state keeps every id. When Java
+    keeps them too, this fails and the interop note goes."""
+    from puffin.iceberg import rewrite_manifests
+
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(create_sample_table(catalog, "db.rmj", rows=300, files=3))
+    table = delete_rows(table, "id = 1").table
+    for i in range(3):
+        table = append(table, sample_batch(5, start=1000 + 10 * i, seed=i), statistics="none")
+    before = _scan_lineage(table)
+    base = table.metadata_location
+    ours = rewrite_manifests(catalog.register_table("db.rm_ours", base))
+    assert _scan_lineage(ours.table) == before
+    catalog.register_table("db.rm_java", base)
+    java.sql("CALL `default`.system.rewrite_manifests(table => 'db.rm_java')", warehouse=tmp_path)
+    theirs = java.read(catalog.load_table("db.rm_java").metadata_location, ["id", *ROW_LINEAGE])
+    renumbered = dict(zip(theirs["id"].to_pylist(), theirs["_row_id"].to_pylist(), strict=True))
+    assert renumbered.keys() == before.keys()
+    assert all(renumbered[i] != before[i][0] for i in before)  # every row got a new id
+
+
 def test_our_orphans_are_javas_orphans(tmp_path: Path, java: JavaPeer) -> None:
     """remove_orphan_files' dry run lists exactly what Java's remove_orphan_files (dry run)
     lists, on a table with history and stray files of every kind; then ours removes them and
@@ -819,7 +845,8 @@ def test_thirty_rounds_then_maintenance_read_the_same_everywhere(
     tmp_path: Path, java: JavaPeer
 ) -> None:
     """One v3 table, 30 rounds of append, delete and overwrite with a schema change every
-    six, then expire, rewrite-deletes, compact and remove-orphans: after each maintenance
+    six (manifests merging as they go), then expire, rewrite-deletes, compact,
+    rewrite-manifests and remove-orphans: after each maintenance
     step pyiceberg, iceberg-rust, DuckDB 1.4.4, Java and scan_table read exactly the model's
     rows, Java's row ids do not move, verify_table is clean and no file is unreferenced."""
     import datetime
@@ -829,10 +856,15 @@ def test_thirty_rounds_then_maintenance_read_the_same_everywhere(
         remove_orphan_files,
         rewrite_data_files,
         rewrite_deletion_vectors,
+        rewrite_manifests,
+        transaction,
     )
 
     catalog = make_catalog(tmp_path)
     table = upgrade_to_v3(create_sample_table(catalog, "db.life", rows=2000, files=2, seed=3))
+    with transaction(table) as tx:  # manifests merge every ten along the way (Java's rule)
+        tx.set_properties({"commit.manifest.min-count-to-merge": "10"})
+    table = catalog.load_table("db.life")
     model = _Rows(table)
     for round_ in range(30):
         start = 100_000 + 1000 * round_
@@ -848,6 +880,8 @@ def test_thirty_rounds_then_maintenance_read_the_same_everywhere(
         if round_ % 6 == 5 and round_ < 18:
             table = _evolve(table, round_, model)
     table = catalog.load_table("db.life")
+    manifests = table.current_snapshot().manifests(table.io)
+    assert len(manifests) < 20, len(manifests)  # 60 appends and overwrites, merged
     ids = _lineage(java, table, model)
     # Each step, and the maintenance verify_table still asks for after it.
     steps = [
@@ -856,6 +890,7 @@ def test_thirty_rounds_then_maintenance_read_the_same_everywhere(
         ("rewrite-deletes", lambda t: rewrite_deletion_vectors(t).table, {"deleted-rows"}),
         ("compact", lambda t: rewrite_data_files(
             t, min_deleted_fraction=0.0, min_input_files=2).table, set()),
+        ("rewrite-manifests", lambda t: rewrite_manifests(t).table, set()),
         ("remove-orphans", lambda t: (
             remove_orphan_files(t, older_than=datetime.timedelta(0)), t)[1], set()),
     ]

@@ -24,6 +24,7 @@ from puffin.iceberg import (
     verify_table,
 )
 from puffin.iceberg.metadata.manifest_merge import pack_end
+from puffin.iceberg.verify.orphans import find_orphans
 
 
 def test_pack_end_fills_bins_from_the_end_in_order() -> None:
@@ -83,6 +84,7 @@ def test_appends_merge_once_the_minimum_count_is_reached(tmp_path: Path) -> None
     assert scan_table(table).to_arrow().sort_by("id").equals(model.sort_by("id"))
     assert table.scan().to_arrow().num_rows == model.num_rows  # pyiceberg reads merged ones
     assert verify_table(table).ok, verify_table(table).problems
+    assert find_orphans(table) == []  # a new manifest merged away is not left behind
 
 
 def test_delete_manifests_merge_the_same_way(tmp_path: Path) -> None:
@@ -99,6 +101,7 @@ def test_delete_manifests_merge_the_same_way(tmp_path: Path) -> None:
     assert scan_table(table).to_arrow().sort_by("id").equals(model.filter(keep).sort_by("id"))
     assert _lineage(table) == {k: v for k, v in lineage.items() if k not in deleted}
     assert verify_table(table).ok, verify_table(table).problems
+    assert find_orphans(table) == []
 
 
 def test_merging_off_and_the_default_minimum(tmp_path: Path) -> None:

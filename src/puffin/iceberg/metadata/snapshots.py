@@ -298,6 +298,12 @@ def _write_manifests(
         ),
         *merge_manifests(table, [*new_deletes, *old_deletes], ids[0], written, policy),
     ]
+    # A manifest of this commit that a merge took in is referenced by nothing: it goes now
+    # (as Java's cleanUncommitted does), not as an orphan later.
+    listed = {m.manifest_path for m in manifests}
+    merged_away = [p for p in written if p not in listed]
+    remove_files(table, merged_away)
+    written[:] = [p for p in written if p in listed]
     written.append(list_path)
     with ManifestListWriterV3(table.io.new_output(list_path), *ids, first_row_id) as writer:
         writer.add_manifests(manifests)
