@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 import pyarrow as pa  # noqa: E402
 from bench_row_deletes import _load, make_base  # noqa: E402
-from bench_scan import _duckdb  # noqa: E402
+from bench_scan import _duckdb, _interleaved  # noqa: E402
 
 from peers.iceberg_java import JavaPeer  # noqa: E402
 from puffin.iceberg import (  # noqa: E402
@@ -89,20 +88,6 @@ def _deletes(rows: int, files: int) -> list[tuple[int, int]]:
         )
         for i in range(COMMITS)
     ]
-
-
-def _interleaved(
-    readers: dict[str, Callable[[], int]], runs: int, expected: int
-) -> dict[str, float]:
-    times: dict[str, list[float]] = {name: [] for name in readers}
-    for _ in range(runs):
-        for name, read in readers.items():
-            start = time.perf_counter()
-            got = read()
-            times[name].append(time.perf_counter() - start)
-            if got != expected:
-                raise SystemExit(f"{name}: {got} rows, the model says {expected}")
-    return {name: float(statistics.median(t)) for name, t in times.items()}
 
 
 def _readers(table: Any, name: str, java: JavaPeer, folder: Path) -> dict[str, Callable[[], int]]:

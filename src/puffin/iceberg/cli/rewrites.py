@@ -117,38 +117,43 @@ def _size(text: str | None) -> int | None:
     return None if text is None else parse_size(text)
 
 
+def _report(
+    args: argparse.Namespace, command: str, result: Any, nothing: str, done: list[str]
+) -> int:
+    """``--json``: the result's fields (its table and attempts left out); else one line
+    saying nothing was to do, or the lines saying what was done."""
+    import dataclasses
+
+    if args.json:
+        fields = dataclasses.fields(result)
+        doc = {f.name: getattr(result, f.name) for f in fields if f.name not in _NOT_PRINTED}
+        print_json(command, {"table": args.table, **doc})
+    else:
+        print(nothing if result.snapshot_id is None else "\n".join(done))
+    return 0
+
+
+_NOT_PRINTED = ("table", "attempts")
+
+
 def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.rewrite_deletes import rewrite_deletion_vectors
 
-    result = rewrite_deletion_vectors(table, target_file_size_bytes=_size(args.target_size))
-    doc = {
-        "table": args.table,
-        "snapshot_id": result.snapshot_id,
-        "files_before": result.files_before,
-        "files_after": result.files_after,
-        "vectors": result.vectors,
-        "dropped_dangling": result.dropped_dangling,
-        "deleted_rows": result.deleted_rows,
-    }
-    if args.json:
-        print_json("table rewrite-deletes", doc)
-    elif result.snapshot_id is None:
-        print(f"nothing to rewrite: {result.files_before} delete file(s) already")
-    else:
-        print(
-            f"rewrote {result.files_before} delete file(s) into {result.files_after}: "
-            f"{result.vectors} vector(s), {result.deleted_rows} deleted rows; snapshot "
-            f"{result.snapshot_id}"
-        )
-        if result.dropped_dangling:
-            print(f"  dropped {result.dropped_dangling} of data files no longer in the table")
-    return 0
+    r = rewrite_deletion_vectors(table, target_file_size_bytes=_size(args.target_size))
+    done = [
+        f"rewrote {r.files_before} delete file(s) into {r.files_after}: {r.vectors} "
+        f"vector(s), {r.deleted_rows} deleted rows; snapshot {r.snapshot_id}"
+    ]
+    if r.dropped_dangling:
+        done.append(f"  dropped {r.dropped_dangling} of data files no longer in the table")
+    nothing = f"nothing to rewrite: {r.files_before} delete file(s) already"
+    return _report(args, "table rewrite-deletes", r, nothing, done)
 
 
 def _run_compact(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.compact import rewrite_data_files
 
-    result = rewrite_data_files(
+    r = rewrite_data_files(
         table,
         where=args.where,
         min_deleted_fraction=args.min_deleted,
@@ -157,51 +162,24 @@ def _run_compact(args: argparse.Namespace, table: Any) -> int:
         statistics="none" if args.no_statistics else "update",
         progress=True if args.progress else None,
     )
-    doc = {
-        "table": args.table,
-        "snapshot_id": result.snapshot_id,
-        "rewritten_files": result.rewritten_files,
-        "added_files": result.added_files,
-        "rows": result.rows,
-        "dropped_deleted_rows": result.dropped_deleted_rows,
-        "removed_vectors": result.removed_vectors,
-        "bytes_before": result.bytes_before,
-        "bytes_after": result.bytes_after,
-        "statistics": result.statistics,
-    }
-    if args.json:
-        print_json("table compact", doc)
-    elif result.snapshot_id is None:
-        print("nothing to compact (see --min-deleted and --min-input-files)")
-    else:
-        print(
-            f"rewrote {result.rewritten_files} data file(s) into {result.added_files}: "
-            f"{result.rows} rows kept, {result.dropped_deleted_rows} deleted rows dropped, "
-            f"{result.bytes_before} -> {result.bytes_after} bytes; snapshot {result.snapshot_id}"
-        )
-        if result.statistics != "none":
-            print(f"  statistics: {result.statistics}")
-    return 0
+    done = [
+        f"rewrote {r.rewritten_files} data file(s) into {r.added_files}: {r.rows} rows kept, "
+        f"{r.dropped_deleted_rows} deleted rows dropped, {r.bytes_before} -> {r.bytes_after} "
+        f"bytes; snapshot {r.snapshot_id}"
+    ]
+    if r.statistics != "none":
+        done.append(f"  statistics: {r.statistics}")
+    nothing = "nothing to compact (see --min-deleted and --min-input-files)"
+    return _report(args, "table compact", r, nothing, done)
 
 
 def _run_rewrite_manifests(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.rewrite_manifests import rewrite_manifests
 
-    result = rewrite_manifests(table, target_size_bytes=_size(args.target_size))
-    doc = {
-        "table": args.table,
-        "snapshot_id": result.snapshot_id,
-        "manifests_before": result.manifests_before,
-        "manifests_after": result.manifests_after,
-        "entries": result.entries,
-    }
-    if args.json:
-        print_json("table rewrite-manifests", doc)
-    elif result.snapshot_id is None:
-        print(f"nothing to rewrite: {result.manifests_before} data manifest(s)")
-    else:
-        print(
-            f"rewrote {result.manifests_before} data manifest(s) into "
-            f"{result.manifests_after} ({result.entries} entries); snapshot {result.snapshot_id}"
-        )
-    return 0
+    r = rewrite_manifests(table, target_size_bytes=_size(args.target_size))
+    done = [
+        f"rewrote {r.manifests_before} data manifest(s) into {r.manifests_after} "
+        f"({r.entries} entries); snapshot {r.snapshot_id}"
+    ]
+    nothing = f"nothing to rewrite: {r.manifests_before} data manifest(s)"
+    return _report(args, "table rewrite-manifests", r, nothing, done)
