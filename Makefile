@@ -54,12 +54,12 @@ $(JAVA_VENV)/jars/.stamp: $(JAVA_VENV)/.installed-stamp tools/java_peer_setup.py
 test: $(STAMP) peers
 	PUFFIN_REQUIRE_PEERS=1 PUFFIN_DUCKDB15_PYTHON=$(DUCK15_VENV)/bin/python \
 	PUFFIN_SAIL_PYTHON=$(SAIL_VENV)/bin/python PUFFIN_JAVA_PYTHON=$(JAVA_VENV)/bin/python \
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # The quick loop (docs/testing.md): every test that needs no side venv of `make peers` and no
 # JVM, slow ones left out too (markers peer, java, slow; tests/conftest.py sets the first two).
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow and not peer and not java"
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow and not peer and not java"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench fuzz tools
