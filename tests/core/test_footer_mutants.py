@@ -433,3 +433,11 @@ def test_the_streaming_parser_names_the_blob_missing_a_field() -> None:
         FileMetadata.from_json(data, limits=STREAMING)
     assert info.value.blob_index == 2 and "`type`" in info.value.reason
     assert info.value.reason.startswith("blob metadata: ")
+
+
+def test_a_streamed_footer_that_is_not_an_object_says_so_once() -> None:
+    """Found by mutation testing: the streaming parser's error repeated msgspec's text on
+    both sides of "at" when it names no path (the payload itself is the wrong type)."""
+    with pytest.raises(InvalidFooterError) as info:
+        FileMetadata.from_json(b"[" + b"1," * 20 + b"1]", limits=Limits(max_json_values=10))
+    assert str(info.value).count("Expected `object`") == 1, str(info.value)

@@ -151,7 +151,9 @@ def _no_repeated_blob_keys(data: bytes | bytearray, blobs: int, limits: Limits) 
 
 def _validation_error(text: str) -> InvalidFooterError:
     """msgspec's ``Expected `int`, got `str` - at `$.blobs[2].offset``` as our error."""
-    message, _, path = text.rpartition(" - at ")
+    message, at, path = text.rpartition(" - at ")
+    if not at:  # the payload itself (not an object): msgspec names no path
+        return InvalidFooterError(f"footer payload: {text}")
     match = _BLOB.match(path.strip("`"))
     if match is None:
         return InvalidFooterError(f"footer payload: {message or text} at {path}")
