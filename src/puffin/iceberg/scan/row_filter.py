@@ -169,13 +169,36 @@ def matching_by_file(
     table: Table, planned: Sequence[PlannedFile], bound: BooleanExpression
 ) -> dict[str, npt.NDArray[np.int64]]:
     """``{data file path: positions}`` that ``bound`` matches, files without a match left
-    out (what a delete or an overwrite deletes, before merging with the live deletes)."""
+    out (what a delete or an overwrite deletes, before merging with the live deletes).
+
+    A file whose column metrics rule every match out is not opened: pyiceberg's inclusive
+    metrics evaluator decides, as in its own planning (missing metrics: the file is read).
+    Without it, every delete read every data file, and a table of many small appends got
+    slower to delete from with each one."""
+    might_match = _metrics_filter(bound)
     out = {}
     for p in planned:
+        if not might_match(p.data_file):
+            continue
         found = matching_positions(table, p, bound)
         if len(found):
             out[p.path] = found
     return out
+
+
+def _metrics_filter(bound: BooleanExpression) -> Any:
+    """A ``DataFile -> bool`` that is False only when the file's metrics exclude a match."""
+    from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
+    from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator
+
+    if bound in (AlwaysTrue(), AlwaysFalse()):
+        return lambda df: True
+    evaluator = _InclusiveMetricsEvaluator.__new__(_InclusiveMetricsEvaluator)
+    # pyiceberg's constructor binds an unbound expression; ``bound`` is bound already (to
+    # the same schema), so the evaluator gets it as it would have made it.
+    evaluator.include_empty_files = True
+    evaluator.expr = bound
+    return evaluator.eval
 
 
 def matching_positions(
