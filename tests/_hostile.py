@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 __all__ = [
+    "DV_MAGIC",
     "LZ4_MAGIC",
     "ZSTD_MAGIC",
     "lz4_set_content_size",
@@ -17,6 +18,7 @@ __all__ = [
     "zstd_set_content_size",
 ]
 
+DV_MAGIC = bytes.fromhex("d1d33964")
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -141,3 +143,20 @@ def write_generation(target: object, generation: str) -> None:
     with puffin.create(target, created_by=generation) as writer:  # type: ignore[arg-type]
         for i, payload in enumerate(generation_payloads(generation)):
             writer.add_blob(payload, type="crash-test", fields=[i], codec=codecs[i % 3])
+
+
+def dv_portable(*entries: tuple[int, bytes], count: int | None = None) -> bytes:
+    """A portable 64-bit Roaring bitmap by hand: the key count (``count`` if given, to lie),
+    then each 32-bit key and its serialized bitmap."""
+    body = struct.pack("<Q", len(entries) if count is None else count)
+    for key, bitmap in entries:
+        body += struct.pack("<I", key) + bitmap
+    return body
+
+
+def dv_frame(body: bytes) -> bytes:
+    """A deletion-vector-v1 payload around a portable body: length, magic, body, CRC."""
+    import zlib
+
+    crc = zlib.crc32(DV_MAGIC + body)
+    return struct.pack(">I", 4 + len(body)) + DV_MAGIC + body + struct.pack(">I", crc)

@@ -13,35 +13,20 @@ never from the code under test.  Budget: well under 1 s.
 from __future__ import annotations
 
 import struct
-import zlib
 
 import pytest
 from pyroaring import BitMap
 
+from _hostile import dv_frame, dv_portable
 from puffin import DeletionVector, DeletionVectorError
 from puffin.blobs.dv import format as dv_format
 from puffin.blobs.dv.files import MAX_POSITION
 
-MAGIC = bytes.fromhex("d1d33964")
 EMPTY32 = bytes.fromhex("3a30000000000000")  # a 32-bit Roaring bitmap with no container
 
 
 def bm32(values: list[int]) -> bytes:
     return bytes(BitMap(values).serialize())
-
-
-def portable(*entries: tuple[int, bytes]) -> bytes:
-    """A portable 64-bit Roaring bitmap: key count, then each key and its bitmap."""
-    body = struct.pack("<Q", len(entries))
-    for key, bitmap in entries:
-        body += struct.pack("<I", key) + bitmap
-    return body
-
-
-def frame(body: bytes) -> bytes:
-    """A deletion-vector-v1 payload around ``body``."""
-    crc = zlib.crc32(MAGIC + body)
-    return struct.pack(">I", 4 + len(body)) + MAGIC + body + struct.pack(">I", crc)
 
 
 def raised(call: object, *args: object, **kwargs: object) -> DeletionVectorError:
@@ -55,8 +40,8 @@ def raised(call: object, *args: object, **kwargs: object) -> DeletionVectorError
 
 @pytest.mark.parametrize("wrap", [bytearray, memoryview], ids=["bytearray", "memoryview"])
 def test_bytes_like_payloads_decode_as_bytes_do(wrap: type) -> None:
-    body = portable((0, bm32([1, 9])), (1, bm32([4])))
-    dv = DeletionVector.deserialize(wrap(frame(body)))
+    body = dv_portable((0, bm32([1, 9])), (1, bm32([4])))
+    dv = DeletionVector.deserialize(wrap(dv_frame(body)))
     assert list(dv) == [1, 9, (1 << 32) + 4]
     assert list(DeletionVector.deserialize_portable(wrap(body))) == [1, 9, (1 << 32) + 4]
 
@@ -69,7 +54,7 @@ def test_a_payload_that_is_not_bytes_like_is_a_type_error_naming_its_type(value:
 
 
 def test_expected_cardinality_argument_errors_name_the_value() -> None:
-    payload = frame(portable((0, bm32([1]))))
+    payload = dv_frame(dv_portable((0, bm32([1]))))
     for value, name in [("1", "str"), (True, "bool"), (1.0, "float")]:
         with pytest.raises(TypeError) as type_error:
             DeletionVector.deserialize(payload, expected_cardinality=value)  # type: ignore[arg-type]
@@ -84,7 +69,7 @@ def test_expected_cardinality_argument_errors_name_the_value() -> None:
 
 
 def test_trailing_empty_keys_survive_decoding_copy_and_union() -> None:
-    trailing = portable((0, bm32([1])), (1, EMPTY32), (2, EMPTY32))
+    trailing = dv_portable((0, bm32([1])), (1, EMPTY32), (2, EMPTY32))
     dv = DeletionVector.deserialize_portable(trailing)
     assert list(dv) == [1]
     assert dv.serialize_portable() == trailing
@@ -92,12 +77,12 @@ def test_trailing_empty_keys_survive_decoding_copy_and_union() -> None:
     # A union keeps the larger key count, on either side (Java's setAll).
     assert (dv | DeletionVector()).serialize_portable() == trailing
     assert (DeletionVector() | dv).serialize_portable() == trailing
-    assert (dv | DeletionVector([5])).serialize_portable() == portable(
+    assert (dv | DeletionVector([5])).serialize_portable() == dv_portable(
         (0, bm32([1, 5])), (1, EMPTY32), (2, EMPTY32)
     )
     # Any other operation counts keys up to its largest position, as if built anew.
-    assert (dv & dv).serialize_portable() == portable((0, bm32([1])))
-    assert (dv ^ DeletionVector()).serialize_portable() == portable((0, bm32([1])))
+    assert (dv & dv).serialize_portable() == dv_portable((0, bm32([1])))
+    assert (dv ^ DeletionVector()).serialize_portable() == dv_portable((0, bm32([1])))
 
 
 @pytest.mark.parametrize("op", ["and", "sub", "xor"])
@@ -108,18 +93,18 @@ def test_an_empty_result_of_a_set_operation_has_no_key(op: str) -> None:
     result = {"and": a & b, "sub": a - b, "xor": a ^ b}[op]
     assert list(result) == [] and not result
     assert result.serialize_portable() == struct.pack("<Q", 0)
-    assert result.serialize() == frame(struct.pack("<Q", 0))
+    assert result.serialize() == dv_frame(struct.pack("<Q", 0))
 
 
 def test_add_counts_keys_up_to_the_largest() -> None:
     dv = DeletionVector()
     dv.add(3)
-    assert dv.serialize_portable() == portable((0, bm32([3])))
+    assert dv.serialize_portable() == dv_portable((0, bm32([3])))
     dv.add((2 << 32) + 7)
     dv.add(4)
-    assert dv.serialize_portable() == portable((0, bm32([3, 4])), (1, EMPTY32), (2, bm32([7])))
+    assert dv.serialize_portable() == dv_portable((0, bm32([3, 4])), (1, EMPTY32), (2, bm32([7])))
     dv.add((1 << 32) + 1)
-    assert dv.serialize_portable() == portable(
+    assert dv.serialize_portable() == dv_portable(
         (0, bm32([3, 4])), (1, bm32([1])), (2, bm32([7]))
     )
 
@@ -128,7 +113,7 @@ def test_add_range_that_ends_one_past_a_key_boundary() -> None:
     dv = DeletionVector()
     dv.add_range((1 << 32) - 2, (1 << 32) + 1)
     assert list(dv) == [(1 << 32) - 2, (1 << 32) - 1, 1 << 32]
-    assert dv.serialize_portable() == portable(
+    assert dv.serialize_portable() == dv_portable(
         (0, bm32([(1 << 32) - 2, (1 << 32) - 1])), (1, bm32([0]))
     )
 
@@ -207,7 +192,7 @@ def test_a_payload_shorter_than_its_framing() -> None:
 
 
 def test_a_payload_of_exactly_its_framing_fails_on_the_bitmap() -> None:
-    error = raised(DeletionVector.deserialize, frame(b""), location="t.puffin")
+    error = raised(DeletionVector.deserialize, dv_frame(b""), location="t.puffin")
     assert error.reason == (
         "portable 64-bit Roaring bitmap needs at least 8 bytes, got 0 (at byte 8 of the payload)"
     )
@@ -215,7 +200,7 @@ def test_a_payload_of_exactly_its_framing_fails_on_the_bitmap() -> None:
 
 
 def test_a_length_prefix_that_does_not_match() -> None:
-    payload = frame(portable((0, bm32([1])))) + b"\0"
+    payload = dv_frame(dv_portable((0, bm32([1])))) + b"\0"
     error = raised(DeletionVector.deserialize, payload, location="t.puffin")
     length = len(payload) - 9
     assert error.reason == (
@@ -226,7 +211,7 @@ def test_a_length_prefix_that_does_not_match() -> None:
 
 
 def test_a_bad_magic_names_the_four_bytes_read() -> None:
-    payload = bytearray(frame(portable((0, bm32([1])))))
+    payload = bytearray(dv_frame(dv_portable((0, bm32([1])))))
     payload[4:8] = b"\xd1\x2c\x39\x64"
     error = raised(DeletionVector.deserialize, bytes(payload), location="t.puffin")
     assert error.reason == (
@@ -237,13 +222,13 @@ def test_a_bad_magic_names_the_four_bytes_read() -> None:
 
 def test_bitmap_and_cardinality_errors_carry_the_location() -> None:
     body = b"\x01" + b"\0" * 7  # one bitmap announced, none there
-    framed = raised(DeletionVector.deserialize, frame(body), location="t.puffin")
+    framed = raised(DeletionVector.deserialize, dv_frame(body), location="t.puffin")
     assert framed.location == "t.puffin" and "(at byte 8 of the payload)" in framed.reason
     bare = raised(DeletionVector.deserialize_portable, body, location="t.puffin")
     assert bare.location == "t.puffin" and "(at byte 0 of the payload)" in bare.reason
     count = raised(
         DeletionVector.deserialize,
-        frame(portable((0, bm32([1, 2])))),
+        dv_frame(dv_portable((0, bm32([1, 2])))),
         expected_cardinality=3,
         location="t.puffin",
     )
@@ -266,7 +251,7 @@ def test_the_key_count_limit_message() -> None:
 # count and an empty entry per key: 12 + 8 + 12 * 5 = 80 bytes.  The real body is 8 + 4 * 12
 # + (4 + 18) = 78 bytes (key 4 holds one value), so the payload is 90.
 FIVE_KEYS = [4 << 32]
-FIVE_KEYS_BODY = portable((0, EMPTY32), (1, EMPTY32), (2, EMPTY32), (3, EMPTY32), (4, bm32([0])))
+FIVE_KEYS_BODY = dv_portable((0, EMPTY32), (1, EMPTY32), (2, EMPTY32), (3, EMPTY32), (4, bm32([0])))
 
 
 def test_the_key_count_check_is_exact_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,7 +268,7 @@ def test_the_key_count_check_is_exact_at_its_limit(monkeypatch: pytest.MonkeyPat
 
 def test_the_payload_size_check_is_exact_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dv_format, "_MAX_PAYLOAD_SIZE", 90)
-    assert DeletionVector(FIVE_KEYS).serialize() == frame(FIVE_KEYS_BODY)
+    assert DeletionVector(FIVE_KEYS).serialize() == dv_frame(FIVE_KEYS_BODY)
     monkeypatch.setattr(dv_format, "_MAX_PAYLOAD_SIZE", 89)
     error = raised(DeletionVector(FIVE_KEYS).serialize)
     assert error.reason == (

@@ -15,15 +15,14 @@ with the code under test.  Budget: well under 1 s.
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Sequence
 
 import numpy as np
 import pytest
 
+from _hostile import dv_frame, dv_portable
 from puffin import DeletionVector, DeletionVectorError
 
-MAGIC = bytes.fromhex("d1d33964")
 NO_RUNS = 12346  # cookie of a bitmap without run containers; the container count follows
 RUNS = 12347  # | (containers - 1) << 16, then the run flags
 EMPTY32 = struct.pack("<II", NO_RUNS, 0)
@@ -87,25 +86,11 @@ def runs32(
     return bytes(out + b"".join(bodies))
 
 
-def portable(*entries: tuple[int, bytes], count: int | None = None) -> bytes:
-    """A portable 64-bit bitmap: the key count (``count`` if given), then key and bitmap."""
-    body = struct.pack("<Q", len(entries) if count is None else count)
-    for key, bitmap in entries:
-        body += struct.pack("<I", key) + bitmap
-    return body
-
-
-def frame(body: bytes) -> bytes:
-    """A deletion-vector-v1 payload around a portable body."""
-    crc = zlib.crc32(MAGIC + body)
-    return struct.pack(">I", 4 + len(body)) + MAGIC + body + struct.pack(">I", crc)
-
-
 def refused(body: bytes) -> DeletionVectorError:
     """The error of the framed payload around ``body``; the bare body must give the same
     reason, 8 bytes earlier, and both carry the location."""
     with pytest.raises(DeletionVectorError) as framed:
-        DeletionVector.deserialize(frame(body), location=LOCATION)
+        DeletionVector.deserialize(dv_frame(body), location=LOCATION)
     with pytest.raises(DeletionVectorError) as bare:
         DeletionVector.deserialize_portable(body, location=LOCATION)
     assert framed.value.location == LOCATION and bare.value.location == LOCATION
@@ -134,7 +119,7 @@ def test_fewer_than_eight_bytes_name_their_length() -> None:
 
 
 def test_a_key_count_that_cannot_fit_names_the_bytes_that_follow() -> None:
-    body = portable((0, EMPTY32), (1, EMPTY32), count=3)  # 24 bytes: room for 2
+    body = dv_portable((0, EMPTY32), (1, EMPTY32), count=3)  # 24 bytes: room for 2
     assert refused(body).reason == at(
         "bitmap count 3 cannot fit in the 24 bytes that follow (each bitmap takes at least "
         "12 bytes)",
@@ -146,7 +131,7 @@ def test_a_key_count_that_cannot_fit_names_the_bytes_that_follow() -> None:
 def test_a_bitmap_with_no_room_for_its_key_is_named_by_index(spare: int) -> None:
     # Key 0's bitmap holds two values (20 bytes), so 24 + spare bytes follow the count:
     # room for two entries by size, but not for the second key.
-    body = portable((0, arrays32([(0, [1, 9])])), count=2) + b"\0" * spare
+    body = dv_portable((0, arrays32([(0, [1, 9])])), count=2) + b"\0" * spare
     assert refused(body).reason == at(
         "portable 64-bit Roaring bitmap truncated: bitmap 1 of 2 has no room for its key",
         8 + 8 + 24,
@@ -154,7 +139,7 @@ def test_a_bitmap_with_no_room_for_its_key_is_named_by_index(spare: int) -> None
 
 
 def test_four_spare_bytes_hold_the_key_and_the_bitmap_is_what_is_missing() -> None:
-    body = portable((0, arrays32([(0, [1, 9])])), count=2) + struct.pack("<I", 1)
+    body = dv_portable((0, arrays32([(0, [1, 9])])), count=2) + struct.pack("<I", 1)
     assert refused(body).reason == at(
         "Roaring bitmap truncated: the cookie needs 4 bytes, only 0 remain", 8 + 8 + 28
     )
@@ -171,19 +156,19 @@ def test_four_spare_bytes_hold_the_key_and_the_bitmap_is_what_is_missing() -> No
 )
 def test_a_key_past_javas_range_is_named_with_its_bitmap(key: int, why: str, empty: bool) -> None:
     bitmap = EMPTY32 if empty else arrays32([(0, [7])])
-    body = portable((0, EMPTY32), (5, EMPTY32), (key, bitmap))
+    body = dv_portable((0, EMPTY32), (5, EMPTY32), (key, bitmap))
     assert refused(body).reason == at(f"bitmap 2 has key {key} (0x{key:08x}), {why}", 8 + 8 + 24)
 
 
 def test_the_largest_key_is_accepted() -> None:
-    body = portable((0x7FFFFFFE, arrays32([(0, [3])])))
-    assert list(DeletionVector.deserialize(frame(body))) == [(0x7FFFFFFE << 32) + 3]
+    body = dv_portable((0x7FFFFFFE, arrays32([(0, [3])])))
+    assert list(DeletionVector.deserialize(dv_frame(body))) == [(0x7FFFFFFE << 32) + 3]
 
 
 @pytest.mark.parametrize("empty", [True, False], ids=["empty bitmap", "one value"])
 def test_keys_out_of_order_name_the_bitmap_and_both_keys(empty: bool) -> None:
     bitmap = EMPTY32 if empty else arrays32([(0, [7])])
-    body = portable((2, EMPTY32), (4, arrays32([(0, [1])])), (4, bitmap))
+    body = dv_portable((2, EMPTY32), (4, arrays32([(0, [1])])), (4, bitmap))
     assert refused(body).reason == at(
         "bitmap keys must be strictly ascending: key 4 follows 4 (bitmap 2)", 8 + 8 + 12 + 22
     )
@@ -191,12 +176,12 @@ def test_keys_out_of_order_name_the_bitmap_and_both_keys(empty: bool) -> None:
 
 def test_a_bad_key_inside_a_run_of_empty_bitmaps_is_named_exactly() -> None:
     keys = [*range(40), 17, 41, 42]
-    body = portable(*[(k, EMPTY32) for k in keys])
+    body = dv_portable(*[(k, EMPTY32) for k in keys])
     assert refused(body).reason == at(
         "bitmap keys must be strictly ascending: key 17 follows 39 (bitmap 40)", 8 + 8 + 12 * 40
     )
     keys = [*range(10), 0x7FFFFFFF, 0x7FFFFFFF + 1]
-    body = portable(*[(k, EMPTY32) for k in keys])
+    body = dv_portable(*[(k, EMPTY32) for k in keys])
     assert refused(body).reason == at(
         "bitmap 10 has key 2147483647 (0x7fffffff), above Iceberg's largest key 2147483646",
         8 + 8 + 12 * 10,
@@ -206,12 +191,12 @@ def test_a_bad_key_inside_a_run_of_empty_bitmaps_is_named_exactly() -> None:
 def test_many_empty_bitmaps_then_values_decode() -> None:
     keys = [*range(300), 301]
     entries = [(k, EMPTY32) for k in keys] + [(302, arrays32([(0, [5])]))]
-    dv = DeletionVector.deserialize(frame(portable(*entries)))
+    dv = DeletionVector.deserialize(dv_frame(dv_portable(*entries)))
     assert list(dv) == [(302 << 32) + 5]
 
 
 def test_empty_bitmaps_past_the_last_bitmap_the_count_allows_are_left_over() -> None:
-    body = portable((0, EMPTY32), (1, EMPTY32), count=1)
+    body = dv_portable((0, EMPTY32), (1, EMPTY32), count=1)
     assert refused(body).reason == at(
         "12 bytes left over after the 1 bitmaps of the portable 64-bit Roaring bitmap", 8 + 20
     )
@@ -220,7 +205,7 @@ def test_empty_bitmaps_past_the_last_bitmap_the_count_allows_are_left_over() -> 
 def test_empty_bitmaps_the_count_promises_but_the_bytes_do_not_hold() -> None:
     # Count 3 fits the 36 bytes that follow by size, but key 0's bitmap takes 24 of them:
     # after one empty bitmap there is no room for the third key.
-    body = portable((0, arrays32([(0, [1, 9])])), (1, EMPTY32), count=3)
+    body = dv_portable((0, arrays32([(0, [1, 9])])), (1, EMPTY32), count=3)
     assert refused(body).reason == at(
         "portable 64-bit Roaring bitmap truncated: bitmap 2 of 3 has no room for its key",
         8 + 8 + 24 + 12,
@@ -228,7 +213,7 @@ def test_empty_bitmaps_the_count_promises_but_the_bytes_do_not_hold() -> None:
 
 
 def test_bytes_after_the_last_bitmap_are_counted() -> None:
-    body = portable((3, arrays32([(0, [1])]))) + b"\0\0\0"
+    body = dv_portable((3, arrays32([(0, [1])]))) + b"\0\0\0"
     assert refused(body).reason == at(
         "3 bytes left over after the 1 bitmaps of the portable 64-bit Roaring bitmap",
         8 + 8 + 4 + 18,
@@ -244,7 +229,7 @@ TWO_VALUES = arrays32([(0, [1, 9])])  # 20 bytes: room for a short bitmap after 
 def second(bitmap: bytes) -> bytes:
     """Key 0 with two values, then key 1 with ``bitmap``, which starts at byte 8 + 24 + 4
     of the body: the first bitmap pays for the room the key count check asks for."""
-    return portable((0, TWO_VALUES), (1, bitmap))
+    return dv_portable((0, TWO_VALUES), (1, bitmap))
 
 
 SECOND = 8 + 8 + 24 + 4  # where ``second``'s bitmap starts in the framed payload
@@ -282,12 +267,12 @@ def test_run_flags_cut_short() -> None:
 
 def test_a_header_and_an_offset_header_cut_short() -> None:
     header = struct.pack("<II", NO_RUNS, 3) + struct.pack("<6H", 0, 0, 1, 0, 2, 0)
-    assert refused(portable((0, header[:-2]))).reason == at(
+    assert refused(dv_portable((0, header[:-2]))).reason == at(
         "Roaring bitmap truncated: the descriptive header of 3 containers needs 12 bytes, "
         "only 10 remain",
         BASE + 8,
     )
-    assert refused(portable((0, header + b"\0" * 4))).reason == at(
+    assert refused(dv_portable((0, header + b"\0" * 4))).reason == at(
         "Roaring bitmap truncated: the offset header of 3 containers needs 12 bytes, only 4 remain",
         BASE + 20,
     )
@@ -295,7 +280,7 @@ def test_a_header_and_an_offset_header_cut_short() -> None:
 
 def test_containers_cut_short_name_the_whole_bitmap() -> None:
     bitmap = arrays32([(0, [1, 2, 3]), (1, [4])])
-    assert refused(portable((0, bitmap[:-1]))).reason == at(
+    assert refused(dv_portable((0, bitmap[:-1]))).reason == at(
         f"Roaring bitmap truncated: a bitmap of 2 containers needs {len(bitmap)} bytes, only "
         f"{len(bitmap) - 1} remain",
         BASE,
@@ -310,7 +295,7 @@ def test_container_keys_out_of_order_name_the_container(n: int) -> None:
     containers = [(k, [k]) for k in range(n)]
     containers[4] = (2, [4])  # container 4 repeats... no: follows key 3 with key 2
     bitmap = arrays32(containers)
-    assert refused(portable((0, bitmap))).reason == at(
+    assert refused(dv_portable((0, bitmap))).reason == at(
         "Roaring container keys not strictly ascending: key 2 follows 3 (container 4)",
         BASE + 8 + 4 * 4,
     )
@@ -320,7 +305,7 @@ def test_container_keys_out_of_order_name_the_container(n: int) -> None:
 def test_run_container_keys_out_of_order_without_an_offset_header(n: int) -> None:
     containers: list[tuple[int, Runs]] = [(10 - k, [(0, 1)]) for k in range(n)]
     bitmap = runs32(containers)
-    assert refused(portable((0, bitmap))).reason == at(
+    assert refused(dv_portable((0, bitmap))).reason == at(
         "Roaring container keys not strictly ascending: key 9 follows 10 (container 1)",
         BASE + 4 + 1 + 4,
     )
@@ -332,8 +317,8 @@ def test_an_offset_header_that_lies_names_the_container_and_both_offsets(n: int)
     good = arrays32(containers)
     right = 8 + 8 * n + 4 * 3  # header, offset header, three arrays of two values
     bad = arrays32(containers, offsets={3: right + 2})
-    assert len(DeletionVector.deserialize_portable(portable((0, good)))) == 2 * n
-    assert refused(portable((0, bad))).reason == at(
+    assert len(DeletionVector.deserialize_portable(dv_portable((0, good)))) == 2 * n
+    assert refused(dv_portable((0, bad))).reason == at(
         f"Roaring offset header says container 3 starts at {right + 2}, the container sizes "
         f"put it at {right}",
         BASE + 8 + 4 * n + 4 * 3,
@@ -346,7 +331,7 @@ def test_a_run_container_offset_outside_the_bitmap() -> None:
     data_start = 4 + 3 + 4 * n + 4 * n  # cookie, flags, header, offsets: bitmap-relative
     for offset in (data_start - 1, 10_000):
         bad = runs32(containers, offsets={5: offset})
-        assert refused(portable((0, bad))).reason == at(
+        assert refused(dv_portable((0, bad))).reason == at(
             f"Roaring container 5 offset {offset} is outside the bitmap",
             BASE + 4 + 3 + 4 * n + 4 * 5,
         )
@@ -356,7 +341,7 @@ def test_unused_run_flag_bits_are_ignored() -> None:
     n = 17  # three bytes of flags, seven of their bits past the last container
     containers: list[tuple[int, Runs]] = [(k, [(5, 0)]) for k in range(n)]
     bitmap = runs32(containers, flags=b"\xff\xff\xff")
-    dv = DeletionVector.deserialize(frame(portable((0, bitmap))))
+    dv = DeletionVector.deserialize(dv_frame(dv_portable((0, bitmap))))
     assert list(dv) == [(k << 16) + 5 for k in range(n)]
 
 
@@ -377,7 +362,7 @@ def test_runs_cut_short_are_a_truncation_not_a_cardinality_error() -> None:
     containers: list[tuple[int, Runs]] = [(0, [(1, 1)]), (1, [(1, 2)])]
     bitmap = runs32(containers)
     for cut in (1, 2, 3):
-        assert refused(portable((0, bitmap[:-cut]))).reason == at(
+        assert refused(dv_portable((0, bitmap[:-cut]))).reason == at(
             f"Roaring bitmap truncated: a bitmap of 2 containers needs {len(bitmap)} bytes, "
             f"only {len(bitmap) - cut} remain",
             BASE,
@@ -391,7 +376,7 @@ def test_a_run_cardinality_error_carries_the_location(n: int) -> None:
     flag_bytes = (n + 7) // 8
     header_at = 4 + flag_bytes
     struct.pack_into("<H", bitmap, header_at + 4 * 1 + 2, 5)  # container 1: 6 values, not 4
-    assert refused(portable((0, bytes(bitmap)))).reason == at(
+    assert refused(dv_portable((0, bytes(bitmap)))).reason == at(
         "Roaring run container 1 has cardinality 6 in the header, its runs hold 4 values",
         BASE + header_at + 4 + 2,
     )
@@ -399,7 +384,7 @@ def test_a_run_cardinality_error_carries_the_location(n: int) -> None:
 
 def test_invalid_containers_are_refused_with_the_location_and_the_bitmap_start() -> None:
     bitmap = arrays32([(0, [5, 3])])  # not sorted: pyroaring refuses it
-    error = refused(portable((1, EMPTY32), (2, bitmap)))
+    error = refused(dv_portable((1, EMPTY32), (2, bitmap)))
     assert error.reason.startswith("invalid Roaring bitmap: ")
     assert error.reason.endswith(f"(at byte {8 + 8 + 12 + 4} of the payload)")
 
@@ -408,7 +393,7 @@ def test_invalid_containers_are_refused_with_the_location_and_the_bitmap_start()
 
 
 def expected_arrays(containers: Sequence[tuple[int, Sequence[int]]]) -> bytes:
-    return portable((0, arrays32(containers)))
+    return dv_portable((0, arrays32(containers)))
 
 
 @pytest.mark.parametrize(
@@ -430,7 +415,7 @@ def test_a_run_as_large_as_its_array_is_written_as_the_array(
 
 def test_a_run_smaller_than_its_array_stays_a_run() -> None:
     dv = DeletionVector(range(0, 4))  # 6 bytes as a run, 8 as an array
-    assert dv.serialize_portable() == portable((0, runs32([(0, [(0, 3)])])))
+    assert dv.serialize_portable() == dv_portable((0, runs32([(0, [(0, 3)])])))
 
 
 # ---- many runs: the NumPy check sums them a group at a time ----------------------------------
@@ -456,14 +441,14 @@ def test_run_cardinalities_checked_across_groups_of_runs() -> None:
     n, runs = 20, 16_384
     held = sum(j % 3 + 1 for j in range(runs))
     bitmap = many_runs(n, runs, [held] * n)
-    dv = DeletionVector.deserialize(frame(portable((0, bitmap))))
+    dv = DeletionVector.deserialize(dv_frame(dv_portable((0, bitmap))))
     assert len(dv) == n * held
     assert list(dv)[:6] == [0, 4, 5, 8, 9, 10]
     header_at = 4 + 3
     for bad in (0, 15, 16, 19):  # first, last of the first group, first and last after it
         cards = [held] * n
         cards[bad] = held + 1
-        assert refused(portable((0, many_runs(n, runs, cards)))).reason == at(
+        assert refused(dv_portable((0, many_runs(n, runs, cards)))).reason == at(
             f"Roaring run container {bad} has cardinality {held + 1} in the header, its runs "
             f"hold {held} values",
             BASE + header_at + 4 * bad + 2,
@@ -478,7 +463,7 @@ def test_a_run_container_offset_on_the_last_byte_is_outside() -> None:
     size = len(runs32(containers))
     for offset in (size - 1, size):
         bad = runs32(containers, offsets={n - 1: offset})
-        assert refused(portable((0, bad))).reason == at(
+        assert refused(dv_portable((0, bad))).reason == at(
             f"Roaring container {n - 1} offset {offset} is outside the bitmap",
             BASE + 4 + 3 + 4 * n + 4 * (n - 1),
         )
@@ -489,7 +474,7 @@ def test_a_run_container_without_runs_among_many() -> None:
     containers: list[tuple[int, Runs]] = [(k, [(5, 3)]) for k in range(n)]
     containers[7] = (7, [])
     bitmap = runs32(containers, cards={7: 4})  # the header still says 4 values
-    assert refused(portable((0, bitmap))).reason == at(
+    assert refused(dv_portable((0, bitmap))).reason == at(
         "Roaring run container 7 has cardinality 4 in the header, its runs hold 0 values",
         BASE + 4 + 3 + 4 * 7 + 2,
     )
@@ -512,9 +497,9 @@ def one_value_containers(n: int) -> bytes:
 
 def test_a_bitmap_of_every_container_and_one_more() -> None:
     full = one_value_containers(1 << 16)
-    dv = DeletionVector.deserialize(frame(portable((0, full))))
+    dv = DeletionVector.deserialize(dv_frame(dv_portable((0, full))))
     assert len(dv) == 1 << 16 and list(dv)[:2] == [0, 65537]
     assert list(dv)[-1] == (65535 << 16) + 65535
-    assert refused(portable((0, one_value_containers((1 << 16) + 1)))).reason == at(
+    assert refused(dv_portable((0, one_value_containers((1 << 16) + 1)))).reason == at(
         "Roaring bitmap claims 65537 containers, more than 65536", BASE + 4
     )
