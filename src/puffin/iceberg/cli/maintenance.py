@@ -18,8 +18,8 @@ __all__ = ["add_maintenance_commands"]
 
 _EPILOG = """\
 examples:
-  puffin table clean-orphans db.events                   list what would be removed
-  puffin table clean-orphans db.events --older-than 1h --delete
+  puffin table remove-orphans db.events                  list what would be removed
+  puffin table remove-orphans db.events --older-than 1h --delete
 
 An orphan is a file under the table's location that nothing in its metadata references:
 no snapshot reaches it (data and delete files, manifests, manifest lists), it is no
@@ -71,7 +71,7 @@ def add_maintenance_commands(
             name,
             help="list (or --delete) files in the table's folders that nothing references",
             parents=parents(),
-            epilog=_EPILOG.replace("clean-orphans", name),
+            epilog=_EPILOG.replace("remove-orphans", name),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         clean.add_argument("table", help="table identifier, e.g. db.events")
