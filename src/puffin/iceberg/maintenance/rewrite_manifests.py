@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.deletes.rows import require_v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.manifest_merge import MergePolicy, manifest_entry, write_manifest
-from puffin.iceberg.metadata.manifests import FIRST_ROW_ID, read_manifest_entries
+from puffin.iceberg.metadata.manifest_merge import (
+    MergePolicy,
+    entries_to_rewrite,
+    manifest_entry,
+    write_manifest,
+)
 from puffin.iceberg.metadata.snapshots import commit_snapshot
-from puffin.iceberg.metadata.v3 import inherited_first_row_ids
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import ManifestFile
@@ -100,12 +103,10 @@ def _regrouped(
     groups: dict[tuple[int, Any], list[Any]] = {}
     total_bytes = entries = 0
     for manifest in manifests:
-        live = read_manifest_entries(table.io, manifest)
+        live = entries_to_rewrite(table, manifest)
         total_bytes += manifest.manifest_length
         entries += len(live)
-        for e, first in zip(live, inherited_first_row_ids(manifest, live), strict=True):
-            if first is not None:
-                e.data_file[FIRST_ROW_ID] = first
+        for e in live:
             key = (manifest.partition_spec_id, e.data_file.partition)
             entry = manifest_entry(S.EXISTING, e.snapshot_id, e, e.data_file)
             groups.setdefault(key, []).append(entry)

@@ -34,7 +34,14 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import ManifestEntry, ManifestFile
     from pyiceberg.table import Table
 
-__all__ = ["MergePolicy", "manifest_entry", "merge_manifests", "pack_end", "write_manifest"]
+__all__ = [
+    "MergePolicy",
+    "entries_to_rewrite",
+    "manifest_entry",
+    "merge_manifests",
+    "pack_end",
+    "write_manifest",
+]
 
 ENABLED = "commit.manifest-merge.enabled"
 MIN_COUNT = "commit.manifest.min-count-to-merge"
@@ -101,21 +108,32 @@ def merge_manifests(
     return out
 
 
+def entries_to_rewrite(
+    table: Table, manifest: ManifestFile, *, include_deleted: bool = False
+) -> list[ManifestEntry]:
+    """A manifest's entries (live ones, or all), read to be written into another manifest:
+    each live data file's ``first_row_id`` written out as Java's ``idAssigner`` gives it,
+    since the new manifest gets a ``first_row_id`` of its own and no row id may change."""
+    from pyiceberg.manifest import ManifestContent
+    from pyiceberg.manifest import ManifestEntryStatus as S
+
+    read = read_manifest_entries(table.io, manifest, include_deleted=include_deleted)
+    if manifest.content == ManifestContent.DATA:
+        live = [e for e in read if e.status != S.DELETED]
+        for e, first in zip(live, inherited_first_row_ids(manifest, live), strict=True):
+            if first is not None:
+                e.data_file[FIRST_ROW_ID] = first
+    return read
+
+
 def _merged(
     table: Table, spec_id: int, group: list[ManifestFile], snapshot_id: int, written: list[str]
 ) -> ManifestFile:
-    from pyiceberg.manifest import ManifestContent
     from pyiceberg.manifest import ManifestEntryStatus as S
 
     entries: list[ManifestEntry] = []
     for manifest in group:
-        read = read_manifest_entries(table.io, manifest, include_deleted=True)
-        live = [e for e in read if e.status != S.DELETED]
-        if manifest.content == ManifestContent.DATA:
-            for e, first in zip(live, inherited_first_row_ids(manifest, live), strict=True):
-                if first is not None:
-                    e.data_file[FIRST_ROW_ID] = first
-        for e in read:
+        for e in entries_to_rewrite(table, manifest, include_deleted=True):
             ours = e.snapshot_id == snapshot_id
             if e.status == S.DELETED:
                 if ours:  # deletes of earlier snapshots are dropped, as in Java

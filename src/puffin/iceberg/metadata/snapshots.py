@@ -19,22 +19,20 @@ from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import snapshot_updates
 from puffin.iceberg.metadata.manifest_merge import (
     MergePolicy,
+    entries_to_rewrite,
     manifest_entry,
     merge_manifests,
     write_manifest,
 )
 from puffin.iceberg.metadata.manifests import (
     CONTENT_SIZE,
-    FIRST_ROW_ID,
     DeleteFileKey,
     delete_file_key,
-    read_manifest_entries,
     read_manifest_list,
     remove_files,
 )
 from puffin.iceberg.metadata.v3 import (
     ManifestListWriterV3,
-    inherited_first_row_ids,
     to_v3_data_file,
 )
 
@@ -146,16 +144,12 @@ def _rewritten_manifests(
         if is_data and not removed_data:
             carried.append(manifest)
             continue
-        entries = read_manifest_entries(table.io, manifest)
+        entries = entries_to_rewrite(table, manifest)  # kept data files keep their row ids
         keys = [_removal_key(e.data_file, is_data) for e in entries]
         hit = [k in (removed_data if is_data else removed) for k in keys]
         if not any(hit):
             carried.append(manifest)
             continue
-        if is_data:  # existing files keep their row ids: the rewritten manifest gets new ones
-            for e, first in zip(entries, inherited_first_row_ids(manifest, entries), strict=True):
-                if first is not None:
-                    e.data_file[FIRST_ROW_ID] = first
         (gone.data if is_data else gone.deletes).extend(
             e.data_file for e, h in zip(entries, hit, strict=True) if h
         )
