@@ -187,18 +187,16 @@ def matching_by_file(
 
 
 def _metrics_filter(bound: BooleanExpression) -> Any:
-    """A ``DataFile -> bool`` that is False only when the file's metrics exclude a match."""
+    """A ``DataFile -> bool`` that is False only when the file's metrics exclude a match:
+    pyiceberg's inclusive metrics visitor on the condition already bound (its evaluator's
+    constructor would bind it again), every file kept when there is nothing to decide."""
     from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
-    from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator
+    from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluationVisitor, visit
 
     if bound in (AlwaysTrue(), AlwaysFalse()):
         return lambda df: True
-    evaluator = _InclusiveMetricsEvaluator.__new__(_InclusiveMetricsEvaluator)
-    # pyiceberg's constructor binds an unbound expression; ``bound`` is bound already (to
-    # the same schema), so the evaluator gets it as it would have made it.
-    evaluator.include_empty_files = True
-    evaluator.expr = bound
-    return evaluator.eval
+    # A negative record count (old imports) says nothing about the rows, as in pyiceberg.
+    return lambda df: df.record_count < 0 or visit(bound, _InclusiveMetricsEvaluationVisitor(df))
 
 
 def matching_positions(
