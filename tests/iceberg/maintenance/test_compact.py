@@ -27,7 +27,7 @@ from puffin.iceberg import (
     upgrade_to_v3,
     verify_table,
 )
-from puffin.iceberg.maintenance.rewrite_deletes import live_delete_files
+from puffin.iceberg.metadata.delete_files import live_delete_files
 from puffin.iceberg.scan.lineage import LAST_UPDATED_FIELD_ID, ROW_ID_FIELD_ID
 from puffin.iceberg.scan.plan import plan_files
 from puffin.io.locations import local_path

@@ -27,7 +27,7 @@ from puffin.iceberg import (
     write_table_deletion_vectors,
 )
 from puffin.iceberg.deletes.vectors import deletion_vector_data_files
-from puffin.iceberg.maintenance.rewrite_deletes import live_delete_files
+from puffin.iceberg.metadata.delete_files import live_delete_files
 from puffin.iceberg.metadata.v3 import to_v3_data_file
 from puffin.iceberg.scan.plan import plan_files
 from puffin.io.locations import local_path

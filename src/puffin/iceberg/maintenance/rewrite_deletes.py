@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from puffin.iceberg.deletes.merge import Positions, live_positions
+from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.rows import require_v3
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex
-from puffin.iceberg.metadata.manifests import DeleteFileKey, delete_file_key, read_manifest_entries
+from puffin.iceberg.metadata.delete_files import DeleteIndex, live_delete_files
+from puffin.iceberg.metadata.manifests import DeleteFileKey
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
 
@@ -30,9 +30,10 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
+    from puffin.blobs.dv.format import DeletionVector
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["RewriteDeletesResult", "live_delete_files", "rewrite_deletion_vectors"]
+__all__ = ["RewriteDeletesResult", "rewrite_deletion_vectors"]
 
 #: Java's table property and default for the size of a delete file (64 MB).
 TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -59,7 +60,7 @@ class RewriteDeletesResult:
 
 @dataclass(frozen=True)
 class _Plan:
-    positions: Positions
+    vectors: dict[str, DeletionVector]  # by data file path: built once, sized and written
     groups: list[list[str]]
     live: dict[DeleteFileKey, DataFile]
     dangling: int
@@ -97,14 +98,14 @@ def rewrite_deletion_vectors(
         planned = plan_files(table, snapshot)
         plan = _plan(table, snapshot, planned, target)
         before = len({key[0] for key in plan.live})
-        deleted = sum(len(p) for p in plan.positions.values())
+        deleted = sum(len(dv) for dv in plan.vectors.values())
         unchanged = RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
         if not _worth_it(plan):
             return unchanged
-        say(f"writing {len(plan.positions)} vectors into {len(plan.groups)} Puffin file(s)")
+        say(f"writing {len(plan.vectors)} vectors into {len(plan.groups)} Puffin file(s)")
         added: list[DataFile] = []
         for group in plan.groups:
-            entries, files = write_vectors(table, planned, {p: plan.positions[p] for p in group})
+            entries, files = write_vectors(table, planned, {p: plan.vectors[p] for p in group})
             written.append(str(entries[0].path))
             added.extend(files)
         committed, new = commit_snapshot(
@@ -115,7 +116,7 @@ def rewrite_deletion_vectors(
             new.snapshot_id,
             before,
             len(plan.groups),
-            len(plan.positions),
+            len(plan.vectors),
             plan.dangling,
             deleted,
             number,
@@ -138,21 +139,21 @@ def _target_size(table: Table, given: int | None) -> int:
 
 
 def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: int) -> _Plan:
-    """Every live data file's deleted positions, grouped into files of about ``target``
-    bytes (a vector's blob is sized by serializing it), and the live delete files."""
+    """Every live data file's deleted positions as one vector, grouped into files of about
+    ``target`` bytes (a vector's blob is sized by serializing it), and the live delete files."""
     from puffin.blobs.dv.format import DeletionVector
 
     index = DeleteIndex(table, snapshot)
-    positions: Positions = {}
+    vectors: dict[str, DeletionVector] = {}
     for p in planned:
         if p.delete_files:
             found = live_positions(index, p)
             if len(found):
-                positions[p.path] = found
+                vectors[p.path] = DeletionVector(found)
     groups: list[list[str]] = []
     size = target
-    for path in positions:
-        blob = len(DeletionVector(positions[path]).serialize())
+    for path, dv in vectors.items():
+        blob = len(dv.serialize())
         if size + blob > target and (not groups or groups[-1]):
             groups.append([])
             size = 0
@@ -163,9 +164,9 @@ def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: 
     dangling = sum(
         1
         for (path, ref), df in live.items()
-        if (ref is not None and ref not in positions) or (ref is None and path not in used)
+        if (ref is not None and ref not in vectors) or (ref is None and path not in used)
     )
-    return _Plan(positions, groups, live, dangling)
+    return _Plan(vectors, groups, live, dangling)
 
 
 def _worth_it(plan: _Plan) -> bool:
@@ -178,15 +179,3 @@ def _worth_it(plan: _Plan) -> bool:
     if any(df.file_format != FileFormat.PUFFIN for df in plan.live.values()):
         return True
     return len({key[0] for key in plan.live}) > len(plan.groups)
-
-
-def live_delete_files(table: Table, snapshot: Snapshot) -> dict[DeleteFileKey, DataFile]:
-    """Every live delete-file entry of the snapshot's delete manifests, by its key."""
-    from pyiceberg.manifest import ManifestContent
-
-    out: dict[DeleteFileKey, DataFile] = {}
-    for manifest in snapshot.manifests(table.io):
-        if manifest.content == ManifestContent.DELETES:
-            for entry in read_manifest_entries(table.io, manifest):
-                out[delete_file_key(entry.data_file)] = entry.data_file
-    return out

@@ -20,6 +20,8 @@ from puffin.iceberg.metadata.manifests import (
     CONTENT_OFFSET,
     CONTENT_SIZE,
     REFERENCED_DATA_FILE,
+    DeleteFileKey,
+    delete_file_key,
     read_manifest_entries,
 )
 from puffin.io.locations import open_input, open_source
@@ -34,7 +36,12 @@ if TYPE_CHECKING:
     from puffin.blobs.dv.format import DeletionVector
 
 __all__ = [
-    "DeleteIndex", "DeletionVectorRef", "deletion_vector_refs", "read_vector", "vector_ref",
+    "DeleteIndex",
+    "DeletionVectorRef",
+    "deletion_vector_refs",
+    "live_delete_files",
+    "read_vector",
+    "vector_ref",
 ]
 
 DELETE_FILE_PATH = "file_path"
@@ -86,6 +93,19 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
                 )
             seen[ref.referenced_data_file] = ref
             out.append(ref)
+    return out
+
+
+def live_delete_files(table: Table, snapshot: Snapshot) -> dict[DeleteFileKey, DataFile]:
+    """Every live delete-file entry of the snapshot's delete manifests (vectors and
+    position-delete files alike), by :func:`~.manifests.delete_file_key`."""
+    from pyiceberg.manifest import ManifestContent
+
+    out: dict[DeleteFileKey, DataFile] = {}
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content == ManifestContent.DELETES:
+            for entry in read_manifest_entries(table.io, manifest):
+                out[delete_file_key(entry.data_file)] = entry.data_file
     return out
 
 
