@@ -21,29 +21,29 @@ v3 metadata (``first-row-id`` check, ``next-row-id`` advance); ``Catalog.commit_
 pyiceberg refuses v3 in exactly two places, and only those are bypassed, only for the
 catalog instance being committed to and only for the duration of the commit:
 ``UpgradeFormatVersionUpdate`` to 3 (``SUPPORTED_TABLE_FORMAT_VERSION = 2``) and
-``TableMetadataV3.model_dump_json`` (raises ``NotImplementedError``).  The bypass replaces
-the catalog's ``_update_and_stage_table`` and ``_write_metadata`` (both private) on a
-``SqlCatalog`` (and so ``InMemoryCatalog``).
+``TableMetadataV3.model_dump_json`` (raises ``NotImplementedError``).  The bypass
+(:mod:`puffin.iceberg.metadata.sql_commit`) replaces the catalog's ``_update_and_stage_table``
+and ``_write_metadata`` (both private) on a ``SqlCatalog`` (and so ``InMemoryCatalog``), and
+its ``_convert_orm_to_iceberg`` so that unchanged metadata is not parsed again.
 
 **Catalogs.**  SQL catalogs (embedded SQLite, in-memory): tested, including concurrent
 committers (the catalog's compare-and-swap on the metadata location).  REST catalogs: the
 updates (``upgrade-format-version`` 3, ``add-snapshot`` with ``first-row-id`` and
 ``added-rows``, ``set-snapshot-ref``) and requirements go to the server unchanged, which
-writes the metadata; that works exactly when the server supports v3, and is not tested
-here.  Other catalogs are refused with :class:`puffin.errors.UnsupportedTableError`.
+writes the metadata; that works exactly when the server supports v3 (tested against Iceberg
+Java's ``CatalogHandlers``, ``tests/iceberg/catalog/test_rest_catalog.py``).  Other catalogs
+are refused with :class:`puffin.errors.UnsupportedTableError`.
 
 **When to retire it.**  When the pinned pyiceberg writes v3 itself:
-:func:`pyiceberg_writes_v3` turns true and ``tests/test_v3_commit.py`` fails on purpose.
-Then use ``write_manifest``/``write_manifest_list`` with ``format_version=3`` and a plain
-``Transaction`` instead, and delete this module.
+:func:`pyiceberg_writes_v3` turns true and ``tests/iceberg/metadata/test_v3_commit.py`` fails
+on purpose.  Then use ``write_manifest``/``write_manifest_list`` with ``format_version=3``
+and a plain ``Transaction`` instead, and delete this module and ``sql_commit``.
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pyiceberg.manifest import ManifestListWriterV2, ManifestWriterV2
@@ -51,11 +51,9 @@ from pyiceberg.manifest import ManifestListWriterV2, ManifestWriterV2
 from puffin.errors import UnsupportedTableError
 
 if TYPE_CHECKING:
-    from pyiceberg.catalog import Catalog
-    from pyiceberg.io import FileIO, OutputFile
+    from pyiceberg.io import OutputFile
     from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
     from pyiceberg.table import Table
-    from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.update import TableRequirement, TableUpdate
 
 __all__ = [
@@ -70,8 +68,6 @@ __all__ = [
 ]
 
 V3: Literal[3] = 3
-# One commit at a time may replace a catalog's private methods (see the contract).
-_OVERRIDE_LOCK = threading.RLock()
 
 
 def pyiceberg_writes_v3() -> bool:
@@ -238,83 +234,6 @@ class ManifestListWriterV3(ManifestListWriterV2):
 # --- table metadata and the commit ------------------------------------------------------------
 
 
-def write_table_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
-    """pyiceberg's metadata writer, minus ``TableMetadataV3``'s refusal to serialize."""
-    from pyiceberg.serializers import Compressor, ToOutputFile
-    from pyiceberg.typedef import IcebergBaseModel
-    from pyiceberg.utils.config import Config
-
-    if metadata.format_version < V3:
-        ToOutputFile.table_metadata(metadata, io.new_output(metadata_path))
-        return
-    exclude_none = not Config().get_bool("legacy-current-snapshot-id")
-    data = IcebergBaseModel.model_dump_json(metadata, exclude_none=exclude_none).encode()
-    data = Compressor.get_compressor(metadata_path).bytes_compressor()(data)
-    with io.new_output(metadata_path).create(overwrite=False) as out:
-        out.write(data)
-
-
-def upgraded_to_v3(metadata: TableMetadata) -> TableMetadata:
-    """``metadata`` at format version 3 with ``next-row-id`` 0, as Java's upgrade does."""
-    from pyiceberg.table.metadata import TableMetadataV3
-
-    if metadata.format_version >= V3:
-        return metadata
-    return TableMetadataV3.model_construct(
-        **{**dict(metadata), "format_version": V3, "next_row_id": 0}
-    )
-
-
-def _stage_v3(catalog: Catalog, original: Any) -> Any:
-    """``_update_and_stage_table`` that applies an upgrade to v3 itself, then pyiceberg's."""
-    from pyiceberg.table import Table
-    from pyiceberg.table.update import UpgradeFormatVersionUpdate, _update_table_metadata_log
-
-    def stage(
-        current: Table | None,
-        identifier: Any,
-        requirements: tuple[TableRequirement, ...],
-        updates: tuple[TableUpdate, ...],
-    ) -> Any:
-        upgrade = [u for u in updates if isinstance(u, UpgradeFormatVersionUpdate)]
-        if current is None or not upgrade or upgrade[-1].format_version != V3:
-            return original(current, identifier, requirements, updates)
-        for requirement in requirements:
-            requirement.validate(current.metadata)
-        rest = tuple(u for u in updates if not isinstance(u, UpgradeFormatVersionUpdate))
-        base = upgraded_to_v3(current.metadata)
-        if not rest and base is not current.metadata:  # nothing else logs the old metadata
-            import time
-
-            base = _update_table_metadata_log(
-                base, current.metadata_location, current.metadata.last_updated_ms
-            ).model_copy(update={"last_updated_ms": int(time.time() * 1000)})
-        upgraded = Table(identifier, base, current.metadata_location, current.io, catalog)
-        return original(upgraded, identifier, (), rest)
-
-    return stage
-
-
-@contextmanager
-def _writes_v3(catalog: Catalog, written: list[str]) -> Iterator[None]:
-    """For one commit, let a SQL catalog stage and write v3 metadata (see the contract),
-    noting in ``written`` the metadata file it writes before its compare-and-swap."""
-    target: Any = catalog  # private pyiceberg methods, replaced on this instance only
-
-    def write(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
-        written.append(metadata_path)  # first: a partly written file is removed too
-        write_table_metadata(metadata, io, metadata_path)
-
-    with _OVERRIDE_LOCK:
-        target._update_and_stage_table = _stage_v3(catalog, target._update_and_stage_table)
-        target._write_metadata = write
-        try:
-            yield
-        finally:
-            del target._update_and_stage_table
-            del target._write_metadata
-
-
 def commit(
     table: Table,
     requirements: Sequence[TableRequirement],
@@ -383,6 +302,7 @@ def _commit(
     from pyiceberg.table import Table as PyTable
 
     from puffin.iceberg.metadata.manifests import remove_files
+    from puffin.iceberg.metadata.sql_commit import staged_for
 
     catalog = table.catalog
     # A REST catalog's module is loaded if the table came from one: importing it only to
@@ -393,7 +313,7 @@ def _commit(
     elif isinstance(catalog, SqlCatalog):
         written: list[str] = []
         try:
-            with _writes_v3(catalog, written):
+            with staged_for(table, written):
                 response = catalog.commit_table(table, tuple(requirements), tuple(updates))
         except BaseException as exc:
             if not isinstance(exc, CommitStateUnknownException):
