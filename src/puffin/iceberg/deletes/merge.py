@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.deletes.vectors import check_positions
-from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
+from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.manifests import DeleteFileKey
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def merge_deletes(
             newly += added
     superseded.update(
         (r.path, r.referenced_data_file)
-        for r in deletion_vector_refs(table, snapshot)
+        for r in index.refs()  # the delete manifests the index read already
         if r.referenced_data_file in merged
     )
     return MergedDeletes(merged, frozenset(superseded), newly)

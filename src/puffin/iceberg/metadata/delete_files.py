@@ -194,6 +194,10 @@ class DeleteIndex:
         """The Puffin files holding the snapshot's deletion vectors, in manifest order."""
         return list(self._refs_by_file())
 
+    def refs(self) -> list[DeletionVectorRef]:
+        """Every deletion vector the snapshot references, in manifest order."""
+        return [r for refs in self._refs_by_file().values() for r in refs]
+
     def _refs_of(self, path: str) -> list[DeletionVectorRef]:
         return self._refs_by_file().get(path, [])
 
