@@ -10,6 +10,10 @@ time of a ``delete_rows`` (``plan_files`` of the current snapshot) and a full
 10 rows and merge-on-read ``DELETE`` of one id, in one warm session, on a copy of the young
 table and of the old one (registered on the same metadata; medians of ``--runs``).
 
+Then the table gets the maintenance a long-lived table needs (``rewrite_data_files`` and
+``expire_snapshots`` of everything but the current snapshot) and 20 more commits: their
+median shows what maintenance gives back.
+
 ``--no-merge`` sets ``commit.manifest-merge.enabled=false`` on the table, for the figures
 without merging (the table of the issue).
 
@@ -19,6 +23,7 @@ Run (after ``make peers``): ``.venv/bin/python bench/bench_commits.py [--commits
 from __future__ import annotations
 
 import argparse
+import datetime
 import statistics
 import sys
 import tempfile
@@ -33,7 +38,15 @@ import numpy as np  # noqa: E402
 from bench_row_deletes import _batch, _load, make_base  # noqa: E402
 
 from peers.iceberg_java import JavaPeer  # noqa: E402
-from puffin.iceberg import append, delete_rows, scan_table, transaction, upgrade_to_v3  # noqa: E402
+from puffin.iceberg import (  # noqa: E402
+    append,
+    delete_rows,
+    expire_snapshots,
+    rewrite_data_files,
+    scan_table,
+    transaction,
+    upgrade_to_v3,
+)
 from puffin.iceberg.scan.plan import plan_files  # noqa: E402
 from puffin.io.locations import local_path  # noqa: E402
 
@@ -68,6 +81,27 @@ def _java(java: JavaPeer, folder: Path, name: str, runs: int, first_id: int) -> 
     return {"INSERT": statistics.median(inserts), "DELETE": statistics.median(deletes)}
 
 
+class _Steps:
+    """Commit ``n`` of the history: an append of 10 rows (odd ``n``), else a delete of one id."""
+
+    def __init__(self, rng: Any) -> None:
+        self.rng, self.next_id = rng, 10_000_000
+
+    def __call__(self, table: Any, n: int) -> Any:
+        if n % 2:
+            batch = _batch(self.next_id, 10, self.rng)
+            self.next_id += 10
+            return append(table, batch, statistics="none")
+        victim = int(self.rng.integers(0, ROWS))
+        return delete_rows(table, f"id = {victim}").table
+
+
+def _maintain(table: Any) -> Any:
+    """What a long-lived table gets: small files compacted, old snapshots expired."""
+    table = rewrite_data_files(table).table
+    return expire_snapshots(table, older_than=datetime.timedelta(0)).table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=1000)
@@ -87,18 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         times: list[float] = []
         young: dict[str, float] = {}
         young_metadata = ""
-        next_id = 10_000_000
+        step = _Steps(rng)
         for n in range(1, args.commits + 1):
-            if n % 2:
-                batch = _batch(next_id, 10, rng)
-                next_id += 10
-                seconds, table = _timed(
-                    lambda b=batch, t=table: append(t, b, statistics="none")
-                )
-            else:
-                victim = int(rng.integers(0, ROWS))
-                seconds, result = _timed(lambda v=victim, t=table: delete_rows(t, f"id = {v}"))
-                table = result.table
+            seconds, table = _timed(lambda t=table, k=n: step(t, k))
             times.append(seconds)
             if n == 10:
                 young = _planning(table)
@@ -107,13 +132,19 @@ def main(argv: list[str] | None = None) -> int:
         manifests = len(table.current_snapshot().manifests(table.io))
         root = Path(local_path(table.location()) or "")
         files = sum(1 for p in root.rglob("*") if p.is_file())
-        catalog.register_table("bench.young", young_metadata)
         catalog.register_table("bench.old", table.metadata_location)
+        catalog.register_table("bench.young", young_metadata)
         jtmp = tempfile.TemporaryDirectory(prefix="bench-java-")
         with jtmp, JavaPeer(Path(jtmp.name)) as java:
             java.sql("SELECT count(*) FROM `default`.bench.young", warehouse=folder)  # warm up
             java_young = _java(java, folder, "bench.young", args.runs, 20_000_000)
             java_old = _java(java, folder, "bench.old", args.runs, 30_000_000)
+        # Last: expiring deletes files that the Java copies of the table still reference.
+        maintenance, table = _timed(lambda t=table: _maintain(t))
+        maintained = []
+        for n in range(args.commits + 1, args.commits + 21):
+            seconds, table = _timed(lambda t=table, k=n: step(t, k))
+            maintained.append(seconds)
     first, last = statistics.median(times[:20]), statistics.median(times[-20:])
     print(f"\n{args.commits} commits (append 10 rows / delete one id, alternating) on a v3 "
           f"table of {ROWS:,} rows; merging {'off' if args.no_merge else 'on (Java defaults)'}")
@@ -121,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.commits - 19}-{args.commits}: {last * 1000:.0f} ms; ratio {last / first:.2f}x")
     print(f"at the end: {manifests} manifests in the current snapshot, {files} files under "
           "the table")
+    print(f"rewrite_data_files + expire_snapshots: {maintenance:.1f} s; median of the next 20 "
+          f"commits: {statistics.median(maintained) * 1000:.0f} ms "
+          f"({statistics.median(maintained) / first:.2f}x of commits 1-20)")
     print("| after | plan_files (s) | full scan_table (s) | Java INSERT 10 rows (s) | "
           "Java DELETE one id (s) |")
     print("| --- | --- | --- | --- | --- |")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from puffin.errors import TableMetadataError
-from puffin.iceberg.metadata.delete_files import deletion_vector_refs
+from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
 from puffin.iceberg.metadata.retention import (
     MAX_AGE_PROPERTY,
     MIN_KEEP_PROPERTY,
@@ -33,11 +33,13 @@ DELETED_FRACTION = 0.3
 
 
 def maintenance_hints(
-    table: Table, planned: Sequence[PlannedFile] | None = None
+    table: Table,
+    planned: Sequence[PlannedFile] | None = None,
+    refs: Sequence[DeletionVectorRef] | None = None,
 ) -> list[tuple[str, str, str]]:
     """Warnings ``(kind, location, message)``: ``expire-backlog``, ``spread-deletes`` and
-    ``deleted-rows`` (see module) for the current snapshot; ``planned`` saves planning it
-    again."""
+    ``deleted-rows`` (see module) for the current snapshot; ``planned`` and ``refs`` (its
+    deletion vectors) save reading them again."""
     found: list[tuple[str, str, str]] = []
     metadata = table.metadata
     location = metadata.location
@@ -57,7 +59,7 @@ def maintenance_hints(
     if snapshot is None or metadata.format_version < 3:
         return found
     try:
-        refs = deletion_vector_refs(table, snapshot)
+        refs = deletion_vector_refs(table, snapshot) if refs is None else refs
     except TableMetadataError:
         return found  # a broken delete manifest: verify_table reports it as a problem
     files = {r.path for r in refs}

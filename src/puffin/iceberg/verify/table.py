@@ -193,16 +193,17 @@ def _check_partition_statistics(
 
 def _check_deletion_vectors(
     table: Table, snapshot: Snapshot, planned: Sequence[PlannedFile], report: VerifyReport
-) -> None:
+) -> list[DeletionVectorRef] | None:
     """Every deletion vector of the snapshot against its manifest entry and data file
-    (``planned``: the snapshot's live data files)."""
+    (``planned``: the snapshot's live data files); the vectors, or ``None`` when the delete
+    manifests could not be read."""
     try:
         refs = deletion_vector_refs(table, snapshot)
     except TableMetadataError as exc:
         report.problems.append(TableProblem("deletion-vector", snapshot.manifest_list, str(exc)))
-        return
+        return None
     if not refs:
-        return
+        return refs
     live = {p.path: p.record_count for p in planned}
     by_file: dict[str, list[DeletionVectorRef]] = {}
     for r in refs:
@@ -225,6 +226,7 @@ def _check_deletion_vectors(
             )
         with open_input(table.io, path) as f:
             _check_dv_file(f, size, file_refs, live, problem)
+    return refs
 
 
 def _check_dv_file(
@@ -310,11 +312,11 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     for pstats in table.metadata.partition_statistics:
         report.partition_statistics_files += 1
         _check_partition_statistics(table, pstats, report)
-    planned = None
+    planned = refs = None
     if snapshot_id is not None or table.current_snapshot() is not None:
         snapshot = resolve_snapshot(table, snapshot_id)
         planned = plan_files(table, snapshot)  # read once for every check
-        _check_deletion_vectors(table, snapshot, planned, report)
+        refs = _check_deletion_vectors(table, snapshot, planned, report)
         _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
         report.problems.extend(TableProblem("table", p, m) for p, m in findings)
@@ -333,7 +335,7 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     current = snapshot_id is None or snapshot_id == getattr(
         table.current_snapshot(), "snapshot_id", None
     )
-    hints = maintenance_hints(table, planned if current else None)
+    hints = maintenance_hints(table, planned if current else None, refs if current else None)
     report.warnings.extend(TableProblem(*hint) for hint in hints)
     return report
 
