@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
           f"table of {ROWS:,} rows; merging {'off' if args.no_merge else 'on (Java defaults)'}")
     print(f"median commit, commits 1-20: {first * 1000:.0f} ms; commits "
           f"{args.commits - 19}-{args.commits}: {last * 1000:.0f} ms; ratio {last / first:.2f}x")
+    for kind, start in (("appends", 0), ("deletes", 1)):
+        young_ms = statistics.median(times[start:20:2]) * 1000
+        old_ms = statistics.median(times[len(times) - 20 + start::2]) * 1000
+        print(f"  {kind}: {young_ms:.0f} ms, then {old_ms:.0f} ms")
     print(f"at the end: {manifests} manifests in the current snapshot, {files} files under "
           "the table")
     print(f"rewrite_data_files + expire_snapshots: {maintenance:.1f} s; median of the next 20 "
