@@ -13,7 +13,6 @@ errors are pinned to their exact reason, ``field`` and ``blob_index``.  Budget: 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any
 
@@ -154,30 +153,62 @@ def test_a_missing_field_names_the_blob_only() -> None:
     assert (error.blob_index, error.field) == (2, None)
 
 
-def test_invalid_utf8_in_a_blob_string_is_refused_as_such() -> None:
+def _utf8_refusal(data: bytes) -> None:
+    """Refused as the exact parser refuses it: the first bad byte, placed in the payload."""
+    error, at = refused(data), data.index(b"\xff")
+    assert error.reason == (
+        f"footer payload is not valid UTF-8: invalid start byte (at byte {at} of the footer "
+        "payload)"
+    )
+
+
+def test_invalid_utf8_in_a_blob_string_is_placed_in_the_payload() -> None:
     data = payload(blob(), blob(), blob(type="t-9"))
-    data = data.replace(b'"t-9"', b'"t\xff"')
-    error = refused(data)
-    # Placed at a byte (which byte: see docs/testing.md, the byte is msgspec's within the
-    # string, not the payload's).
-    assert re.fullmatch(
-        r"footer payload is not valid UTF-8: invalid start byte "
-        r"\(at byte \d+ of the footer payload\)",
-        error.reason,
-    ), error.reason
+    _utf8_refusal(data.replace(b'"t-9"', b'"t\xff"'))
 
 
-def test_invalid_utf8_in_long_blob_properties_names_the_blob_and_field() -> None:
-    # Longer than max_json_values bytes: read by the exact rules, which check the UTF-8.
+def test_invalid_utf8_in_long_blob_properties_is_placed_in_the_payload() -> None:
     data = payload(blob(), blob(), blob(properties={"k": "v" * 30, "m": "Q"}))
-    error = refused(data.replace(b'"Q"', b'"\xff"'))
-    assert error.reason == "footer payload is not valid UTF-8: invalid start byte"
-    assert (error.blob_index, error.field) == (2, "properties")
+    _utf8_refusal(data.replace(b'"Q"', b'"\xff"'))
+
+
+def test_invalid_utf8_in_short_properties_is_refused_not_a_crash() -> None:
+    # A map short enough for msgspec's fast path (it once escaped as UnicodeDecodeError).
+    data = payload(blob(), blob(), blob(properties={"m": "Q"}), properties={"a": "b"})
+    _utf8_refusal(data.replace(b'"Q"', b'"\xff"'))
+    _utf8_refusal(data.replace(b'"b"', b'"\xff"'))
+
+
+def test_invalid_utf8_in_an_unknown_field_is_refused() -> None:
+    # msgspec skips an unknown field without reading its strings; the exact parser refuses.
+    data = payload(blob(), blob(), blob(extra=["Q", {"z": 1}]), other="Q")
+    first, last = data.index(b'"Q"'), data.rindex(b'"Q"')  # in the blob, at the top level
+    for at in (first, last):
+        _utf8_refusal(data[:at] + b'"\xff"' + data[at + 3 :])
+
+
+def test_a_character_split_across_the_decode_chunks_is_valid(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import puffin.footer.streaming as streaming
+
+    data = payload(blob(), blob(), blob(properties={"name": "\u00e9t\u00e9 \u2603" * 5}))
+    data = json.dumps(json.loads(data), ensure_ascii=False).encode()
+    for chunk in (1, 2, 3, 7):  # every split of the two- and three-byte characters
+        monkeypatch.setattr(streaming, "_UTF8_CHUNK", chunk)
+        assert streamed(data).blobs[2].properties["name"] == "\u00e9t\u00e9 \u2603" * 5
+        bad = data.replace("\u2603".encode(), b"\xe2\x98\xff", 1)  # a broken third byte
+        at = bad.index(b"\xe2\x98\xff")
+        assert refused(bad).reason.endswith(f"(at byte {at} of the footer payload)")
 
 
 def test_a_truncated_payload_says_so() -> None:
-    error = refused(payload(blob(), blob(), blob())[:-5])
-    assert error.reason.startswith("footer payload is not valid JSON: Input data was truncated")
+    data = payload(blob(), blob(), blob())[:-5]
+    error = refused(data)
+    assert error.reason == (
+        "footer payload is not valid JSON: Input data was truncated "
+        f"(at byte {len(data)} of the footer payload)"
+    )
 
 
 def test_malformed_json_is_placed_at_its_byte() -> None:
@@ -198,6 +229,19 @@ def test_a_blob_that_repeats_a_key_is_refused(space: str) -> None:
     error = refused(data)
     assert error.reason == "duplicate key 'offset' in a JSON object"
     assert (error.blob_index, error.field) == (3, "offset")
+
+
+def test_a_blob_too_large_to_search_for_a_repeat_is_refused_not_guessed() -> None:
+    # The blob alone holds more values than the cap (an unknown field's list) and names
+    # "offset" twice: the exact re-read that would find the repeat cannot run.
+    big = blob(extra=list(range(30)))
+    data = payload(blob(), big)
+    last = data.rindex(b'"length": 10')
+    data = data[:last] + b'"offset": 9, ' + data[last:]
+    with pytest.raises(LimitExceededError) as info:
+        streamed(data)
+    assert info.value.blob_index == 1
+    assert "max_json_values" in str(info.value)
 
 
 def test_key_names_in_properties_and_strings_are_not_repeats() -> None:

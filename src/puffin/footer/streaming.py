@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from puffin.errors import InvalidFooterError, PuffinError
+from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
 from puffin.footer.caps import json_cap_violation
 from puffin.footer.exact import parse_exact
 from puffin.footer.rules import Footer, blob_attrs, footer_from_json
@@ -92,6 +92,7 @@ def _decoder() -> Any:
 
 def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
     """The footer decoded by msgspec; raises :class:`PayloadError` for errors with a byte."""
+    _require_utf8(data)
     decoder, msgspec = _decoder()
     try:
         with recursion_room(limits.max_json_depth):
@@ -101,18 +102,40 @@ def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
             f"footer payload JSON is nested too deeply: more than "
             f"{min(limits.max_json_depth, _DEPTH_CEILING)} levels (Limits.max_json_depth)"
         ) from None
-    except UnicodeDecodeError as exc:
-        error = InvalidFooterError(f"footer payload is not valid UTF-8: {exc.reason}")
-        raise PayloadError(error, exc.start) from None
     except msgspec.ValidationError as exc:
         raise _validation_error(str(exc)) from None
     except msgspec.DecodeError as exc:
         text = str(exc)
         at = _BYTE.search(text)
         error = InvalidFooterError(f"footer payload is not valid JSON: {_BYTE.sub('', text)}")
-        raise PayloadError(error, int(at.group(1)) if at else 0) from None
+        # msgspec places a truncated payload nowhere: its end is where more was due.
+        place = int(at.group(1)) if at else len(data) if "truncated" in text else 0
+        raise PayloadError(error, place) from None
     _no_repeated_blob_keys(data, len(footer.blobs), limits)
     return _checked(footer, limits)
+
+
+_UTF8_CHUNK = 1 << 20
+
+
+def _require_utf8(data: bytes | bytearray) -> None:
+    """Refuse invalid UTF-8 anywhere in the payload, placed at its byte, as the exact parser
+    does: msgspec checks only the strings it builds (an unknown field's are skipped, a raw
+    map's are checked later, at their own offsets). Decoded a MiB at a time, so memory
+    stays flat; ASCII, the usual case, in one C pass."""
+    import codecs
+
+    if data.isascii():
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for start in range(0, len(data), _UTF8_CHUNK):
+        held = len(decoder.getstate()[0])  # bytes of a character split across chunks
+        chunk = bytes(data[start : start + _UTF8_CHUNK])
+        try:
+            decoder.decode(chunk, final=start + _UTF8_CHUNK >= len(data))
+        except UnicodeDecodeError as exc:
+            error = InvalidFooterError(f"footer payload is not valid UTF-8: {exc.reason}")
+            raise PayloadError(error, start - held + exc.start) from None
 
 
 _BLOB_KEYS = (b"type", b"fields", b"snapshot-id", b"sequence-number", b"offset", b"length",
@@ -143,7 +166,8 @@ def _no_repeated_blob_keys(data: bytes | bytearray, blobs: int, limits: Limits) 
         try:  # the exact parser finds and places the repeat (within the caps)
             parse_exact(b'{"blobs":[' + chunk + b"]}", limits)
         except PayloadError as at:
-            if "duplicate key" in at.error.reason:
+            # Over a cap, the blob cannot be searched for a repeat: refused, not guessed.
+            if "duplicate key" in at.error.reason or isinstance(at.error, LimitExceededError):
                 raise at.error.with_context(blob_index=i) from None
         except PuffinError:
             pass  # not a repeat: the blob's own checks report it in their turn

@@ -163,6 +163,13 @@ def _parse(where: str) -> Any:
             "is comparisons (=, !=, <, <=, >, >=), in (...), is null, is nan, like, between, "
             "combined with and, or, not (no arithmetic)"
         ) from None
+    except ValueError as exc:  # pydantic's ValidationError: a tree pyiceberg cannot build
+        if "BooleanLiteral" not in str(exc):
+            raise
+        raise UsageError(
+            f"cannot use the row filter {where!r}: pyiceberg's parser cannot combine true or "
+            "false with and, or, not; leave the literal out (x and true is x, x or false is x)"
+        ) from None
 
 
 def matching_by_file(
