@@ -311,13 +311,16 @@ def _nested(depth: int) -> bytes:
 
 def test_nesting_within_the_depth_cap_is_read() -> None:
     limits = Limits(max_json_depth=1000)
-    footer = parse_streaming(_nested(998), limits)
+    footer = parse_streaming(_nested(997), limits)  # the footer, blobs and blob: 1,000 levels
     assert [b["offset"] for b in footer.blobs] == [4, 4]
     assert footer.properties == {}
 
 
 @pytest.mark.parametrize(("cap", "said"), [(1000, 1000), (1_000_000, 10_000)])
 def test_nesting_past_the_depth_cap_is_refused(cap: int, said: int) -> None:
+    # Past the cap by far: the C decoder's recursion, held to the cap (at most the
+    # ceiling), stops it. (Within about the interpreter's recursion limit, a cap below it
+    # is not enforced on this path: docs/testing.md.)
     with pytest.raises(InvalidFooterError) as info:
         parse_streaming(_nested(30_000), Limits(max_json_depth=cap))
     assert info.value.reason == (
@@ -347,3 +350,15 @@ def test_recursion_room_restores_the_limit_after_an_error() -> None:
     with pytest.raises(KeyError), recursion_room(20_000):
         raise KeyError("x")
     assert sys.getrecursionlimit() == old
+
+
+@pytest.mark.parametrize("key", ["compression-codec", "properties"])
+def test_a_repeated_optional_key_is_refused_when_other_blobs_lack_it(key: str) -> None:
+    # Fewer "key": tokens than blobs, yet one blob holds two: once passed the count.
+    value = '"zstd"' if key == "compression-codec" else '{"a": "b"}'
+    data = payload(blob(), blob(), blob(), blob())
+    last = data.rindex(b'"length": 10')
+    data = data[:last] + f'"{key}": {value}, "{key}": {value}, '.encode() + data[last:]
+    error = refused(data)
+    assert error.reason == f"duplicate key '{key}' in a JSON object"
+    assert error.blob_index == 3

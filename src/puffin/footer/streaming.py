@@ -111,7 +111,7 @@ def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
         # msgspec places a truncated payload nowhere: its end is where more was due.
         place = int(at.group(1)) if at else len(data) if "truncated" in text else 0
         raise PayloadError(error, place) from None
-    _no_repeated_blob_keys(data, len(footer.blobs), limits)
+    _no_repeated_blob_keys(data, footer, limits)
     return _checked(footer, limits)
 
 
@@ -143,17 +143,25 @@ _BLOB_KEYS = (b"type", b"fields", b"snapshot-id", b"sequence-number", b"offset",
 _SPACE_BEFORE_COLON = re.compile(rb'"\s+:')
 
 
-def _no_repeated_blob_keys(data: bytes | bytearray, blobs: int, limits: Limits) -> None:
+def _no_repeated_blob_keys(data: bytes | bytearray, footer: Any, limits: Limits) -> None:
     """Refuse a blob object that repeats a key (msgspec would keep the last value).
 
-    Each key's unescaped ``"key":`` tokens are counted over the whole payload (C speed);
-    only if some key appears more often than there are blobs (a repeat, or the same name
-    in a property or an unknown field) is each blob read again, exactly, to find it.
+    Each key's unescaped ``"key":`` tokens are counted over the whole payload (C speed)
+    against the blobs that hold it (every blob a required key; an optional one only those
+    msgspec gave a value, and ``properties`` the footer too); only if some key appears more
+    often (a repeat, or the same name in a property or an unknown field) is each blob read
+    again, exactly, to find it.
     """
     if _SPACE_BEFORE_COLON.search(data) is None:
-        counts = [data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":')
-                  for k in _BLOB_KEYS]
-        if max(counts) <= blobs:
+        blobs = len(footer.blobs)
+        held = dict.fromkeys(_BLOB_KEYS, blobs)
+        held[b"compression-codec"] = sum(b.compression_codec is not None for b in footer.blobs)
+        held[b"properties"] = sum(len(b.properties) > 0 for b in footer.blobs) + (
+            len(footer.properties) > 0
+        )
+        counts = {k: data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":')
+                  for k in _BLOB_KEYS}
+        if all(counts[k] <= held[k] for k in _BLOB_KEYS):
             return
     import msgspec
 
