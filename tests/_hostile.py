@@ -1,4 +1,4 @@
-"""Helpers for the hostile-input tests: hand-edited compression frames and Puffin layouts.
+"""Helpers for the hostile-input tests: hand-edited compression frames, Puffin layouts, footer JSON.
 
 The frames are edited at the byte level, independently of ``puffin.codecs``, so the tests
 check the library against the LZ4 and Zstandard frame formats rather than against itself.
@@ -7,11 +7,14 @@ check the library against the LZ4 and Zstandard frame formats rather than agains
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 __all__ = [
+    "DROP",
     "DV_MAGIC",
     "LZ4_MAGIC",
     "ZSTD_MAGIC",
+    "footer_blob",
     "lz4_set_content_size",
     "puffin_file",
     "xxh32",
@@ -160,3 +163,27 @@ def dv_frame(body: bytes) -> bytes:
 
     crc = zlib.crc32(DV_MAGIC + body)
     return struct.pack(">I", 4 + len(body)) + DV_MAGIC + body + struct.pack(">I", crc)
+
+
+#: ``footer_blob(key=DROP)`` leaves the key out.
+DROP = object()
+
+
+def footer_blob(**changes: Any) -> dict[str, Any]:
+    """One blob of a footer's JSON (a theta sketch's fields), with ``changes`` (``snapshot_id``
+    sets ``snapshot-id``; a value of :data:`DROP` removes the key)."""
+    doc: dict[str, Any] = {
+        "type": "apache-datasketches-theta-v1",
+        "fields": [1, 2],
+        "snapshot-id": 7,
+        "sequence-number": 3,
+        "offset": 4,
+        "length": 10,
+    }
+    for key, value in changes.items():
+        key = key.replace("_", "-")
+        if value is DROP:
+            doc.pop(key)
+        else:
+            doc[key] = value
+    return doc

@@ -22,31 +22,12 @@ from typing import Any
 
 import pytest
 
+from _hostile import DROP as _DROP
+from _hostile import footer_blob as blob
 from puffin import BlobMetadata, FileMetadata, InvalidFooterError, Limits
 
 #: Past this many JSON values the footer takes the streaming (msgspec) parser.
 STREAMING = Limits(max_json_values=10)
-
-
-def blob(**changes: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "type": "apache-datasketches-theta-v1",
-        "fields": [1, 2],
-        "snapshot-id": 7,
-        "sequence-number": 3,
-        "offset": 4,
-        "length": 10,
-    }
-    for key, value in changes.items():
-        key = key.replace("_", "-")
-        if value is _DROP:
-            doc.pop(key)
-        else:
-            doc[key] = value
-    return doc
-
-
-_DROP = object()
 
 
 def refused(doc: object) -> InvalidFooterError:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from _hostile import footer_blob as blob
 from puffin import FileMetadata, InvalidFooterError, LimitExceededError, Limits
 from puffin.footer import PayloadError
 from puffin.footer.streaming import parse_streaming, recursion_room
@@ -25,19 +26,6 @@ from puffin.footer.streaming import parse_streaming, recursion_room
 #: Past this many JSON values a footer takes the streaming parser; a blob of ``blob()``
 #: holds 10 (its object, ``fields``, two ints and six scalars) and fits it.
 STREAMING = Limits(max_json_values=20)
-
-
-def blob(**changes: Any) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "type": "apache-datasketches-theta-v1",
-        "fields": [1, 2],
-        "snapshot-id": 7,
-        "sequence-number": 3,
-        "offset": 4,
-        "length": 10,
-    }
-    doc.update({key.replace("_", "-"): value for key, value in changes.items()})
-    return doc
 
 
 def payload(*blobs: dict[str, Any], **top: Any) -> bytes:
