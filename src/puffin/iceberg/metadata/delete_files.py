@@ -195,7 +195,7 @@ class DeleteIndex:
         return list(self._refs_by_file())
 
     def refs(self) -> list[DeletionVectorRef]:
-        """Every deletion vector the snapshot references, in manifest order."""
+        """Every deletion vector the snapshot references, grouped by Puffin file."""
         return [r for refs in self._refs_by_file().values() for r in refs]
 
     def _refs_of(self, path: str) -> list[DeletionVectorRef]:
