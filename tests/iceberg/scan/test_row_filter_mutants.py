@@ -120,11 +120,15 @@ def _where(case: str, s: Setup) -> str:
     return CASES[case][0].format(names=s.names, session=s.session)
 
 
+def _kept(mask: Any) -> list[int]:
+    """The positions a boolean Arrow mask (the model) keeps."""
+    return [i for i, keep in enumerate(mask.to_pylist()) if keep]
+
+
 def _expected(case: str, s: Setup) -> dict[str, list[int]]:
     out = {}
     for path, data in s.data.items():
-        mask = CASES[case][1](data, s)
-        rows = [i for i, keep in enumerate(mask.to_pylist()) if keep]
+        rows = _kept(CASES[case][1](data, s))
         if rows:
             out[path] = rows
     return out
@@ -226,24 +230,26 @@ def test_a_file_ruled_out_by_its_metrics_does_not_end_the_search(setup: Setup) -
     }
 
 
-def test_columns_whose_names_differ_only_in_case_are_told_apart(tmp_path: Path) -> None:
-    catalog = local_catalog(tmp_path)
+def _empty_table(folder: Path, name: str, *columns: tuple[str, Any]) -> Any:
+    """A new table ``db.<name>`` of optional columns, field ids from 1."""
+    catalog = local_catalog(folder)
     catalog.create_namespace_if_not_exists("db")
-    schema = Schema(
-        NestedField(1, "v", LongType(), required=False),
-        NestedField(2, "V", LongType(), required=False),
-    )
-    table = catalog.create_table("db.twins", schema)
+    fields = [NestedField(i, n, t, required=False) for i, (n, t) in enumerate(columns, 1)]
+    return catalog.create_table(f"db.{name}", Schema(*fields))
+
+
+def test_columns_whose_names_differ_only_in_case_are_told_apart(tmp_path: Path) -> None:
+    table = _empty_table(tmp_path, "twins", ("v", LongType()), ("V", LongType()))
     data = pa.table({"v": pa.array([1, 2, 3], pa.int64()), "V": pa.array([3, 2, 1], pa.int64())})
     table.append(data)
-    table = catalog.load_table("db.twins")
+    table = table.catalog.load_table("db.twins")
     planned = plan_files(table, table.current_snapshot())
     for where, mask in [
         ("V = 1", pc.equal(data["V"], 1)),
         ("v = 1", pc.equal(data["v"], 1)),
         ("V < 3 and v >= 2", pc.and_(pc.less(data["V"], 3), pc.greater_equal(data["v"], 2))),
     ]:
-        expected = [i for i, keep in enumerate(mask.to_pylist()) if keep]
+        expected = _kept(mask)
         found = matching_by_file(table, planned, bind_where(table, where))
         assert {p: f.tolist() for p, f in found.items()} == {planned[0].path: expected}, where
         rows = scan_table(table, where).to_arrow().sort_by("v")
@@ -255,21 +261,15 @@ def test_a_file_without_field_ids_is_read_through_the_name_mapping(
 ) -> None:
     # add_files of a plain Parquet file (no field ids): only the table's name mapping says
     # which column is which.
-    catalog = local_catalog(tmp_path)
-    catalog.create_namespace_if_not_exists("db")
-    schema = Schema(
-        NestedField(1, "id", LongType(), required=False),
-        NestedField(2, "s", StringType(), required=False),
-    )
-    table = catalog.create_table("db.imported", schema)
+    table = _empty_table(tmp_path, "imported", ("id", LongType()), ("s", StringType()))
     data = pa.table({"id": pa.array([5, 1, 7, 3], pa.int64()), "s": ["a", None, "c", "d"]})
     pq.write_table(data, tmp_path / "plain.parquet")
     table.add_files([f"file://{tmp_path / 'plain.parquet'}"])
-    table = catalog.load_table("db.imported")
+    table = table.catalog.load_table("db.imported")
     planned = plan_files(table, table.current_snapshot())
     found = matching_by_file(table, planned, bind_where(table, "id > 2 and s != 'c'"))
     mask = pc.and_(pc.greater(data["id"], 2), pc.not_equal(data["s"], "c"))
-    expected = [i for i, keep in enumerate(mask.to_pylist()) if keep]
+    expected = _kept(mask)
     assert expected == [0, 3]
     assert {p: f.tolist() for p, f in found.items()} == {planned[0].path: expected}
 
