@@ -279,3 +279,66 @@ def test_where_of_another_type_is_a_type_error(setup: Setup) -> None:
     with pytest.raises(TypeError) as info:
         check_where(setup.table, bad)
     assert str(info.value) == "where must be a row-filter string or BooleanExpression, got 42"
+
+
+def test_a_refused_list_of_literals_is_named_in_order(setup: Setup) -> None:
+    where = "session_id in ('zz', 'yy', 'xx')"
+    with pytest.raises(UsageError) as info:
+        bind_where(setup.table, where)
+    assert str(info.value) == (
+        f"the row filter {where!r} compares column 'session_id' (uuid) with 'xx', 'yy', 'zz', "
+        "which is not a value of type uuid"
+    )
+
+
+def test_identity_partition_values_missing_from_the_files_are_matched(tmp_path: Path) -> None:
+    # Files imported without their identity-partition column (a Hive-style migration): the
+    # value lives only in the manifest's partition tuple, and pyiceberg projects it.
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.typedef import Record
+
+    catalog = local_catalog(tmp_path)
+    catalog.create_namespace_if_not_exists("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "category", StringType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "category"))
+    table = catalog.create_table("db.hive", schema, partition_spec=spec)
+    ids = {"a": [0, 1, 2, 3, 4], "b": [5, 6, 7, 8, 9]}
+    files = []
+    for category, values in ids.items():
+        field = pa.field("id", pa.int64(), metadata={"PARQUET:field_id": "1"})
+        path = tmp_path / f"{category}.parquet"
+        pq.write_table(pa.table([pa.array(values, pa.int64())], schema=pa.schema([field])), path)
+        files.append(DataFile.from_args(
+            content=DataFileContent.DATA, file_path=f"file://{path}",
+            file_format=FileFormat.PARQUET, partition=Record(category),
+            record_count=len(values), file_size_in_bytes=path.stat().st_size, spec_id=0,
+        ))
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        for data_file in files:
+            append.append_data_file(data_file)
+    table = catalog.load_table("db.hive")
+    planned = plan_files(table, table.current_snapshot())
+    by_category = {p.data_file.partition[0]: p.path for p in planned}
+    # The model: each row is (id, category) as written above, the condition in Python.
+    rows = [(i, c) for c, values in ids.items() for i in values]
+    for where, keep in [
+        ("category = 'a'", lambda i, c: c == "a"),
+        ("category = 'a' and id > 2", lambda i, c: c == "a" and i > 2),
+        ("category != 'a' or id = 1", lambda i, c: c != "a" or i == 1),
+        ("category in ('b', 'c') and id < 7", lambda i, c: c in ("b", "c") and i < 7),
+    ]:
+        expected = {
+            by_category[c]: [ids[c].index(i) for i, cc in rows if cc == c and keep(i, cc)]
+            for c in ids
+        }
+        found = matching_by_file(table, planned, bind_where(table, where))
+        got = {p: f.tolist() for p, f in found.items()}
+        assert {p: v for p, v in got.items() if v} == {p: v for p, v in expected.items() if v}
+        scanned = scan_table(table, where).to_arrow().sort_by("id")
+        assert list(zip(scanned["id"].to_pylist(), scanned["category"].to_pylist())) == [
+            (i, c) for i, c in rows if keep(i, c)
+        ], where
