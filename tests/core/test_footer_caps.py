@@ -15,9 +15,12 @@ from pathlib import Path
 
 import lz4.frame
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import puffin
 from _hostile import puffin_file
+from puffin.footer import caps
 from tests.core.test_memory_bounds import _check, _peak
 
 MiB = 1 << 20
@@ -63,6 +66,70 @@ def test_hostile_nesting_is_refused_cheaply(tmp_path: Path) -> None:
     large = (b'{"blobs":[],"y":"' + b"s" * (20 * MiB) + b'","x":' + b"[" * (12 * MiB)
              + b"]" * (12 * MiB) + b"}")
     _check(_peak(tmp_path, _lz4_footer(large)), "InvalidFooterError")
+
+
+def _deepest_model(data: bytes, cap: int) -> int | None:
+    """The first bracket outside strings past ``cap`` levels, byte by byte (the oracle)."""
+    depth, in_string, escaped = 0, False, False
+    for i, byte in enumerate(data):
+        if in_string:
+            escaped, in_string = (not escaped and byte == 0x5C), in_string and (
+                escaped or byte != 0x22
+            )
+        elif byte == 0x22:
+            in_string = True
+        elif byte in b"[{":
+            depth += 1
+            if depth > cap:
+                return i
+        elif byte in b"]}":
+            depth -= 1
+    return None
+
+
+#: Pieces of JSON-like text: brackets, and whole strings holding brackets, escaped quotes
+#: and backslashes (a backslash outside a string is not JSON: the decoder refuses it).
+_PIECES = [b"[", b"]", b"{", b"}", b",", b"1", b'""', b'"]"', b'"a\\"[\\\\"', b'"\\\\"',
+           b'"{\\""', b'"' + b"x" * 40 + b'"']
+
+
+@settings(max_examples=300)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=60),
+    cap=st.integers(0, 8),
+    chunk=st.sampled_from([1, 2, 3, 7, 64, caps.DEPTH_CHUNK]),
+)
+def test_the_chunked_depth_scan_is_the_byte_by_byte_model(
+    pieces: list[bytes], cap: int, chunk: int
+) -> None:
+    data = b"".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(caps, "DEPTH_CHUNK", chunk)  # strings and runs cut at every place
+        assert caps.first_too_deep(data, cap) == _deepest_model(data, cap)
+        assert caps.first_too_deep(bytearray(data), cap) == _deepest_model(data, cap)
+
+
+@pytest.mark.parametrize("cap", [4, 10, 999])  # the blob's properties are level 4
+def test_the_large_path_enforces_any_depth_cap_where_the_exact_path_does(cap: int) -> None:
+    # The same nesting in an unknown field, once small (the exact parser) and once behind a
+    # 17 MiB string (the streaming parser): the same error at the same byte.
+    nested = b"[" * (cap + 5) + b"]" * (cap + 5)
+    blob = json.dumps(_dv_blob(1)).encode()[:-1] + b',"x":' + nested + b"}"
+    small = b'{"blobs":[' + blob + b"]}"
+    large = b'{"pad":"' + b"p" * (17 * MiB) + b'",' + small[1:]
+    limits = puffin.Limits(max_json_depth=cap)
+    for payload in (small, large):
+        with pytest.raises(puffin.InvalidFooterError) as info:
+            puffin.open(puffin_file(payload), limits=limits)
+        # The bracket opening level cap + 1: the footer, the blobs and the blob are three.
+        at = payload.index(nested) + cap - 3
+        assert info.value.reason == (
+            f"footer payload JSON is nested too deeply: more than {cap} levels "
+            f"(Limits.max_json_depth) (at byte {at} of the footer payload)"
+        )
+        assert info.value.offset == 8 + at
+    with puffin.open(puffin_file(large), limits=puffin.Limits(max_json_depth=cap + 8)) as reader:
+        assert reader.blobs[0].properties["cardinality"] == "1"
 
 
 # --- many blobs ------------------------------------------------------------------------------

@@ -304,18 +304,19 @@ def test_nesting_within_the_depth_cap_is_read() -> None:
     assert footer.properties == {}
 
 
-@pytest.mark.parametrize(("cap", "said"), [(1000, 1000), (1_000_000, 10_000)])
-def test_nesting_past_the_depth_cap_is_refused(cap: int, said: int) -> None:
-    # Past the cap by far: the C decoder's recursion, held to the cap (at most the
-    # ceiling), stops it. (Within about the interpreter's recursion limit, a cap below it
-    # is not enforced on this path: docs/testing.md.)
-    with pytest.raises(InvalidFooterError) as info:
-        parse_streaming(_nested(30_000), Limits(max_json_depth=cap))
-    assert info.value.reason == (
+@pytest.mark.parametrize(("cap", "said"), [(5, 5), (1000, 1000), (1_000_000, 10_000)])
+def test_nesting_past_the_depth_cap_is_refused_at_its_bracket(cap: int, said: int) -> None:
+    # Scanned on the bytes before the decoder recurses: any cap (at most the ceiling) holds,
+    # placed at the bracket that opens the level past it.
+    data = _nested(30_000)
+    with pytest.raises(PayloadError) as info:
+        parse_streaming(data, Limits(max_json_depth=cap))
+    error, place = info.value.args
+    assert error.reason == (
         f"footer payload JSON is nested too deeply: more than {said} levels "
         "(Limits.max_json_depth)"
     )
-    assert not isinstance(info.value, PayloadError)
+    assert place == data.index(b"[[") + said - 3  # the footer, blobs and blob: 3 levels
 
 
 def test_recursion_room_raises_the_limit_for_the_depth_and_restores_it() -> None:

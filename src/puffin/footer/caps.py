@@ -7,12 +7,14 @@ values and the nesting, and only a payload that may be over a cap is scanned tok
 
 from __future__ import annotations
 
+import itertools
 import re
+from typing import Any
 
 from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
 from puffin.limits import Limits
 
-__all__ = ["json_cap_violation"]
+__all__ = ["first_too_deep", "json_cap_violation"]
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{},:]|[^][{},:"\s]+', re.S)
@@ -78,3 +80,79 @@ def _exact_scan(payload: bytes, limits: Limits) -> tuple[PuffinError, int] | Non
                 "(Limits.max_json_values)"
             ), token.start()
     return None
+
+
+#: Bytes of the payload the chunked depth scan copies at once.
+DEPTH_CHUNK = 256 << 10
+#: Bytes outside strings and whole strings: a match stops where a string the text does not
+#: close begins.
+_CLOSED = re.compile(rb'(?:[^"]+|"[^"\\]*(?:\\.[^"\\]*)*")*', re.S)
+_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{}]', re.S)
+
+
+def first_too_deep(data: bytes | bytearray, cap: int) -> int | None:
+    """The byte of the first bracket outside strings that opens level ``cap + 1``, or None.
+
+    For payloads too large to copy (the streaming path): a chunk at a time, cut where no
+    string is open, its strings removed and its brackets counted in C and numpy; a string
+    longer than a chunk is skipped by one match where it lies.
+    """
+    if data.count(b"[") + data.count(b"{") <= cap:
+        return None
+    import numpy as np
+
+    work = np.empty(DEPTH_CHUNK, dtype=np.int32)
+    depth = pos = 0
+    while pos < len(data):
+        window = bytes(data[pos : pos + DEPTH_CHUNK])
+        cut, skeleton = _outside_strings(window)
+        if cut == 0:  # a string longer than the chunk begins here
+            string = _STRING.match(data, pos)
+            if string is None:
+                return None  # never closed: the decoder says so
+            pos = string.end()
+            continue
+        too_deep, end = _levels(skeleton, depth, cap, work)
+        if too_deep is not None:
+            return pos + _bracket_at(window, too_deep)
+        depth, pos = end, pos + cut
+    return None
+
+
+def _outside_strings(window: bytes) -> tuple[int, bytes]:
+    """How much of ``window`` (which starts outside strings) to take, up to where a string
+    it does not close begins, and the brackets outside strings in that part."""
+    if b"\\" in window:  # escaped quotes: find the strings the slow way
+        cut = _CLOSED.match(window).end()  # type: ignore[union-attr]  # matches empty text
+        return cut, _STRING.sub(b"", window[:cut]).translate(None, _NOT_BRACKETS)
+    cut = len(window) if window.count(b'"') % 2 == 0 else window.rfind(b'"')
+    # Every quote opens or closes a string: two in a row enclose no bracket outside one.
+    marks = window[:cut].translate(None, _NOT_BRACKETS_OR_QUOTES).replace(b'""', b"")
+    if b'"' in marks:  # brackets inside strings
+        marks = b"".join(marks.split(b'"')[::2])
+    return cut, marks
+
+
+def _levels(skeleton: bytes, depth: int, cap: int, work: Any) -> tuple[int | None, int]:
+    """For brackets ``skeleton`` entered at ``depth``: which of them (from 0) first opens
+    level ``cap + 1``, or None, and the depth after them.  ``work``: int32 room for a
+    chunk, reused (fresh arrays for each chunk cost more in page faults than the sums)."""
+    import numpy as np
+
+    if not skeleton:
+        return None, depth
+    levels = work[: len(skeleton)]
+    # [ and { have bit 1 set, ] and } do not: +1 and -1, relative to ``depth``.
+    np.bitwise_and(np.frombuffer(skeleton, np.uint8), 2, out=levels, casting="unsafe")
+    levels -= 1
+    np.cumsum(levels, out=levels)
+    end = depth + int(levels[-1])
+    if depth + int(levels.max()) <= cap:
+        return None, end
+    return int(np.argmax(levels > cap - depth)), end
+
+
+def _bracket_at(text: bytes, index: int) -> int:
+    """The byte of the ``index``-th bracket outside strings in ``text`` (from 0)."""
+    brackets = (m for m in _STRING_OR_BRACKET.finditer(text) if text[m.start()] != _QUOTE)
+    return next(itertools.islice(brackets, index, None)).start()

@@ -6,8 +6,10 @@ located by byte); :func:`puffin.footer.parse` decides. A larger one (the footer 
 deletion vectors for hundreds of thousands of data files, or one with a large unknown field)
 is decoded by msgspec straight from the bytes into the fields a blob keeps: values nothing
 keeps (unknown fields and whatever they nest) are skipped without building a Python object,
-so memory follows the blobs, not the payload's bulk. The blobs are then checked by the same
-rules (:mod:`puffin.footer.rules`), and keys a blob or its properties repeat are found.
+so memory follows the blobs, not the payload's bulk; their nesting is checked on the bytes
+first, a chunk at a time (:func:`puffin.footer.caps.first_too_deep`). The blobs are then
+checked by the same rules (:mod:`puffin.footer.rules`), and keys a blob or its properties
+repeat are found.
 What this path does not do: refuse a repeated top-level key (msgspec keeps the last value,
 as Jackson does) and give a byte position for a type error (it names the blob and field
 instead). docs/reliability.md has the measured memory.
@@ -24,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
-from puffin.footer.caps import json_cap_violation
+from puffin.footer.caps import first_too_deep, json_cap_violation
 from puffin.footer.exact import parse_exact
 from puffin.footer.rules import Footer, blob_attrs, footer_from_json
 from puffin.footer.text import PayloadError
@@ -93,15 +95,16 @@ def _decoder() -> Any:
 def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
     """The footer decoded by msgspec; raises :class:`PayloadError` for errors with a byte."""
     _require_utf8(data)
+    cap = min(limits.max_json_depth, _DEPTH_CEILING)
+    deep = first_too_deep(data, cap)
+    if deep is not None:
+        raise PayloadError(_too_deep(cap), deep)
     decoder, msgspec = _decoder()
     try:
         with recursion_room(limits.max_json_depth):
             footer = decoder.decode(data)
-    except RecursionError:
-        raise InvalidFooterError(
-            f"footer payload JSON is nested too deeply: more than "
-            f"{min(limits.max_json_depth, _DEPTH_CEILING)} levels (Limits.max_json_depth)"
-        ) from None
+    except RecursionError:  # only if text that is not JSON misled the depth scan
+        raise _too_deep(cap) from None
     except msgspec.ValidationError as exc:
         raise _validation_error(str(exc)) from None
     except msgspec.DecodeError as exc:
@@ -113,6 +116,13 @@ def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
         raise PayloadError(error, place) from None
     _no_repeated_blob_keys(data, footer, limits)
     return _checked(footer, limits)
+
+
+def _too_deep(cap: int) -> InvalidFooterError:
+    return InvalidFooterError(
+        f"footer payload JSON is nested too deeply: more than {cap} levels "
+        "(Limits.max_json_depth)"
+    )
 
 
 _UTF8_CHUNK = 1 << 20

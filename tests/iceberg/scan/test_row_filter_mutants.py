@@ -339,6 +339,7 @@ def test_identity_partition_values_missing_from_the_files_are_matched(tmp_path: 
         got = {p: f.tolist() for p, f in found.items()}
         assert {p: v for p, v in got.items() if v} == {p: v for p, v in expected.items() if v}
         scanned = scan_table(table, where).to_arrow().sort_by("id")
-        assert list(zip(scanned["id"].to_pylist(), scanned["category"].to_pylist())) == [
+        pairs = zip(scanned["id"].to_pylist(), scanned["category"].to_pylist(), strict=True)
+        assert list(pairs) == [
             (i, c) for i, c in rows if keep(i, c)
         ], where
