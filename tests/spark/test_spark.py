@@ -14,6 +14,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,6 +144,18 @@ def test_cli_without_java_says_so_in_one_line(tmp_path: Path) -> None:
 # -------------------------------------------------------------------------------------------
 # One Spark session for the module
 # -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _scratch_under_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Uncommitted deletion-vector jobs without ``location=`` write into a new temporary
+    folder (``puffin.spark.deletes.scratch_location``): under ``tmp_path`` here, so the
+    tests leave nothing in the machine's temporary folder. (The session, module-scoped,
+    starts before this and keeps its own log folder.)"""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    return scratch
 
 
 @pytest.fixture(scope="module")
@@ -528,6 +541,7 @@ def test_position_deletes_become_deletion_vectors(
     # Nothing committed: nothing written into the table's folders (a temporary folder).
     scratch = ps.position_deletes_to_deletion_vectors(spark, delete_files)
     assert scratch and not scratch[0].path.startswith(_local(t2.location()))
+    assert Path(scratch[0].path).parent.parent == Path(tempfile.gettempdir())
     assert all(not e.path.startswith(_local(t2.location())) for e in entries)
 
 
@@ -653,7 +667,7 @@ def test_spark_connect_session(tmp_path: Path) -> None:
         text=True,
         timeout=600,
         check=False,
-        env={**os.environ, "SPARK_REMOTE": ""},
+        env={**os.environ, "SPARK_REMOTE": "", "TMPDIR": str(tmp_path)},
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stderr[-3000:]
