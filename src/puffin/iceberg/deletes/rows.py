@@ -24,7 +24,7 @@ from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
+from puffin.iceberg.scan.row_filter import bind_where, check_where, matching_by_file
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -95,7 +95,12 @@ def delete_rows(
     def matching(t: Table, planned: Sequence[PlannedFile]) -> Positions:
         return matching_by_file(t, planned, bound)
 
-    return _commit_loop(table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows)
+    # Only files that may hold a match are planned (pyiceberg prunes by partition and
+    # metrics, as matching_by_file would), unless every live row must be counted.
+    prune = check_where(table, where) if allow_all_rows else None
+    return _commit_loop(
+        table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows, prune=prune
+    )
 
 
 def commit_deletion_vectors(
@@ -133,14 +138,16 @@ def _commit_loop(
     *,
     max_attempts: int,
     allow_all_rows: bool,
+    prune: BooleanExpression | None = None,
 ) -> DeleteResult:
-    """Plan, merge with what is live, write, commit; on a lost race refresh and do it again."""
+    """Plan (only the files ``prune`` may match, if given), merge with what is live, write,
+    commit; on a lost race refresh and do it again."""
 
     def attempt(table: Table, number: int, written: list[str]) -> DeleteResult:
         snapshot = table.current_snapshot()
         if snapshot is None:
             return DeleteResult(0, (), None, table, number)
-        planned = plan_files(table, snapshot)
+        planned = plan_files(table, snapshot, prune)
         index = DeleteIndex(table, snapshot)  # each delete file loaded once for the attempt
         new = positions_for(table, planned)
         merged = merge_deletes(table, snapshot, planned, new, index=index)

@@ -78,7 +78,7 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
     for manifest in snap.manifests(table.io):
         if manifest.content != ManifestContent.DELETES:
             continue
-        for entry in read_manifest_entries(table.io, manifest):
+        for entry in read_manifest_entries(table.io, manifest, cached=True):
             df = entry.data_file
             if (
                 df.content != DataFileContent.POSITION_DELETES
@@ -104,7 +104,7 @@ def live_delete_files(table: Table, snapshot: Snapshot) -> dict[DeleteFileKey, D
     out: dict[DeleteFileKey, DataFile] = {}
     for manifest in snapshot.manifests(table.io):
         if manifest.content == ManifestContent.DELETES:
-            for entry in read_manifest_entries(table.io, manifest):
+            for entry in read_manifest_entries(table.io, manifest, cached=True):
                 out[delete_file_key(entry.data_file)] = entry.data_file
     return out
 

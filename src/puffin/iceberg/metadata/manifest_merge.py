@@ -117,13 +117,26 @@ def entries_to_rewrite(
     from pyiceberg.manifest import ManifestContent
     from pyiceberg.manifest import ManifestEntryStatus as S
 
-    read = read_manifest_entries(table.io, manifest, include_deleted=include_deleted)
-    if manifest.content == ManifestContent.DATA:
-        live = [e for e in read if e.status != S.DELETED]
-        for e, first in zip(live, inherited_first_row_ids(manifest, live), strict=True):
-            if first is not None:
-                e.data_file[FIRST_ROW_ID] = first
-    return read
+    read = read_manifest_entries(table.io, manifest, include_deleted=include_deleted, cached=True)
+    if manifest.content != ManifestContent.DATA:
+        return read
+    live = [e for e in read if e.status != S.DELETED]
+    firsts = dict(zip(map(id, live), inherited_first_row_ids(manifest, live), strict=True))
+    return [_with_first_row_id(e, firsts.get(id(e))) for e in read]
+
+
+def _with_first_row_id(entry: ManifestEntry, first: int | None) -> ManifestEntry:
+    """``entry`` with its data file's ``first_row_id`` written out: a copy (the entries
+    read are the process's cached ones, shared)."""
+    from pyiceberg.manifest import DataFile, ManifestEntry
+
+    if first is None or entry.data_file[FIRST_ROW_ID] == first:
+        return entry
+    data_file = DataFile(*(entry.data_file[i] for i in range(len(entry.data_file))))
+    data_file[FIRST_ROW_ID] = first
+    copy = ManifestEntry(*(entry[i] for i in range(len(entry))))
+    copy.data_file = data_file
+    return copy
 
 
 def _merged(

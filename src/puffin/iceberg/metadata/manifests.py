@@ -4,11 +4,19 @@ pyiceberg 0.12 reads manifests with the schema of the table's format version as 
 it, which drops ``first_row_id`` from manifest lists and the deletion-vector fields
 (``referenced_data_file``, ``content_offset``, ``content_size_in_bytes``) from data-file
 records; these readers use the v3 schemas, which read every older file too.
+
+Committed manifests never change, so planning and commits read them through a process-wide
+cache of decoded entries (at most :data:`ENTRY_CACHE_LIMIT`, least recently used first out);
+verification reads the files (:func:`read_from_disk`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,7 +30,10 @@ __all__ = [
     "FIRST_ROW_ID",
     "REFERENCED_DATA_FILE",
     "DeleteFileKey",
+    "cache_in_use",
+    "clear_entry_cache",
     "delete_file_key",
+    "read_from_disk",
     "read_manifest_entries",
     "read_manifest_list",
     "remove_files",
@@ -55,10 +66,91 @@ def read_manifest_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
 
 
 def read_manifest_entries(
-    io: FileIO, manifest: ManifestFile, *, include_deleted: bool = False
+    io: FileIO, manifest: ManifestFile, *, include_deleted: bool = False, cached: bool = False
 ) -> list[ManifestEntry]:
     """A manifest's live entries (``include_deleted``: all of them) as v3 records (keeps the
-    DV fields), sequence numbers inherited."""
+    DV fields), sequence numbers inherited.
+
+    ``cached``: use and keep the process's decoded copy of a committed manifest (a commit
+    or a plan reads the same manifests again and again; decoding was most of a commit's
+    planning at 1,000 commits). Cached entries are shared: never change one (copy it, as
+    :func:`puffin.iceberg.metadata.manifest_merge.entries_to_rewrite` does). Checks that
+    must see the bytes on disk (verification) read without it.
+    """
+    from pyiceberg.manifest import ManifestEntryStatus
+
+    use_cache = cached and not _FROM_DISK.get()
+    entries = _cached_entries(io, manifest) if use_cache else _read_entries(io, manifest)
+    if include_deleted:
+        return list(entries)
+    return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
+
+
+#: Decoded entries the process keeps, over all tables (a few KB each, by the column
+#: statistics); least recently used manifests go first.
+ENTRY_CACHE_LIMIT = 50_000
+_CACHE: OrderedDict[tuple[str, int, int, int | None], list[ManifestEntry]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_cached_count = 0
+
+
+def _cached_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
+    global _cached_count
+    sequence = manifest.sequence_number
+    if sequence is None or sequence < 0:  # not committed yet: its numbers are not final
+        return _read_entries(io, manifest)
+    # Committed manifests never change (a new one gets a new name); the length and the
+    # numbers inherited from the list guard against a path reused for other bytes.
+    key = (str(manifest.manifest_path), manifest.manifest_length, sequence,
+           manifest.added_snapshot_id)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
+    entries = _read_entries(io, manifest)
+    if len(entries) > ENTRY_CACHE_LIMIT // 4:
+        return entries  # one manifest may not take the cache over
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE[key] = entries
+            _cached_count += len(entries)
+        while _cached_count > ENTRY_CACHE_LIMIT:
+            _, dropped = _CACHE.popitem(last=False)
+            _cached_count -= len(dropped)
+    return entries
+
+
+_FROM_DISK: ContextVar[bool] = ContextVar("puffin_manifests_from_disk", default=False)
+
+
+@contextmanager
+def read_from_disk() -> Iterator[None]:
+    """Within it, every manifest is read from its file, not the cache: for checks that must
+    see the bytes as they are now (``verify_table``)."""
+    token = _FROM_DISK.set(True)
+    try:
+        yield
+    finally:
+        _FROM_DISK.reset(token)
+
+
+def cache_in_use() -> bool:
+    """False inside :func:`read_from_disk` (read it before handing work to other threads:
+    they do not see the context)."""
+    return not _FROM_DISK.get()
+
+
+def clear_entry_cache() -> None:
+    """Forget every cached manifest (tests; a process that wants the memory back)."""
+    global _cached_count
+    with _CACHE_LOCK:
+        _CACHE.clear()
+        _cached_count = 0
+
+
+def _read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
+    """Every entry of ``manifest``, read with the v3 schema, sequence numbers inherited."""
     from pyiceberg.avro.file import AvroFile
     from pyiceberg.manifest import (
         MANIFEST_ENTRY_SCHEMAS,
@@ -76,11 +168,7 @@ def read_manifest_entries(
         read_types={-1: ManifestEntry, 2: DataFile},
         read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
     ) as reader:
-        return [
-            _inherit_from_manifest(entry, manifest)
-            for entry in reader
-            if include_deleted or entry.status != ManifestEntryStatus.DELETED
-        ]
+        return [_inherit_from_manifest(entry, manifest) for entry in reader]
 
 
 def delete_file_key(data_file: DataFile) -> DeleteFileKey:

@@ -64,7 +64,7 @@ def file_lineage(table: Table, snapshot: Snapshot) -> dict[str, FileLineage]:
     for manifest in read_manifest_list(table.io, snapshot.manifest_list):
         if manifest.content != ManifestContent.DATA:
             continue
-        entries = read_manifest_entries(table.io, manifest)  # live entries, in order
+        entries = read_manifest_entries(table.io, manifest, cached=True)  # live entries, in order
         for entry, first in zip(entries, inherited_first_row_ids(manifest, entries), strict=True):
             out[str(entry.data_file.file_path)] = FileLineage(first, entry.sequence_number)
     return out

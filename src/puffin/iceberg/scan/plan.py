@@ -1,22 +1,26 @@
 """A snapshot's plan: its live data files, the deletes that apply to each, and which rows survive.
 
-pyiceberg plans the snapshot; :class:`puffin.iceberg.metadata.delete_files.DeleteIndex`
+pyiceberg plans the snapshot (its evaluators and delete index, over manifest entries read
+through the process's cache); :class:`puffin.iceberg.metadata.delete_files.DeleteIndex`
 answers "which positions of this data file are deleted", and :func:`keep_mask` turns those
 into a row mask for one slice of the file.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UnsupportedTableError
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+    from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
-    from pyiceberg.table import DataScan, Table
+    from pyiceberg.table import DataScan, FileScanTask, Table
     from pyiceberg.table.snapshots import Snapshot
 
 __all__ = ["PlannedFile", "keep_mask", "plan_files", "planned_from_tasks"]
@@ -38,9 +42,15 @@ class PlannedFile:
         return int(self.data_file.record_count)
 
 
-def plan_files(table: Table, snapshot: Snapshot) -> list[PlannedFile]:
-    """pyiceberg's plan of the snapshot: data files with the deletes that apply to each."""
-    return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id))
+def plan_files(
+    table: Table, snapshot: Snapshot, row_filter: BooleanExpression | None = None
+) -> list[PlannedFile]:
+    """pyiceberg's plan of the snapshot: data files with the deletes that apply to each;
+    with ``row_filter`` (unbound, as :func:`~puffin.iceberg.scan.row_filter.check_where`
+    gives it), only the files whose partition and column metrics may hold a match."""
+    if row_filter is None:
+        return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id))
+    return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id, row_filter=row_filter))
 
 
 def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
@@ -49,7 +59,7 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
     from pyiceberg.manifest import DataFileContent
 
     try:
-        tasks = list(scan.plan_files())
+        tasks = list(_plan(scan))
     except ValueError as exc:
         if "equality delete" in str(exc).lower():
             named = ", ".join(_equality_delete_files(scan)[:3]) or "(not found)"
@@ -71,6 +81,57 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
         planned.append(PlannedFile(task.file, deletes))
     planned.sort(key=lambda p: p.path)
     return planned
+
+
+def _plan(scan: DataScan) -> Iterable[FileScanTask]:
+    """pyiceberg's plan of ``scan`` (its evaluators, sequence-number rules and delete index),
+    with the manifests' entries read through the process's cache of committed manifests:
+    a table that takes one commit after another plans each over the same manifests."""
+    if scan._should_use_server_side_planning():
+        return scan.plan_files()
+    snapshot = scan.snapshot()
+    if snapshot is None:
+        return []
+    planner = _cached_planner()(
+        table_metadata=scan.table_metadata,
+        io=scan.io,
+        row_filter=scan.row_filter,
+        case_sensitive=scan.case_sensitive,
+        options=scan.options,
+    )
+    return planner.plan_files(snapshot.manifests(scan.io))  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _cached_planner() -> Any:
+    from pyiceberg.manifest import ManifestFile
+    from pyiceberg.table import ManifestGroupPlanner, _min_sequence_number
+    from pyiceberg.typedef import KeyDefaultDict
+    from pyiceberg.utils.concurrent import ExecutorFactory
+
+    from puffin.iceberg.metadata.manifests import cache_in_use, read_manifest_entries
+
+    class CachedPlanner(ManifestGroupPlanner):
+        """pyiceberg's ``plan_manifest_entries`` (0.12), reading through the entry cache."""
+
+        def plan_manifest_entries(self, manifests: Iterable[ManifestFile]) -> Iterator[Any]:
+            chosen = KeyDefaultDict(self._build_manifest_evaluator)
+            kept = [m for m in manifests if chosen[m.partition_spec_id](m)]
+            partitions = KeyDefaultDict(self._build_partition_evaluator)
+            metrics = self._build_metrics_evaluator()
+            least = _min_sequence_number(kept)
+            work = [(m, partitions[m.partition_spec_id]) for m in kept
+                    if self._check_sequence_number(least, m)]
+            cached = cache_in_use()  # here: the reading threads do not see the context
+
+            def entries(args: tuple[ManifestFile, Any]) -> list[Any]:
+                manifest, in_partition = args
+                return [e for e in read_manifest_entries(self.io, manifest, cached=cached)
+                        if in_partition(e.data_file) and metrics(e.data_file)]
+
+            return ExecutorFactory.get_or_create().map(entries, work)
+
+    return CachedPlanner
 
 
 def _equality_delete_files(scan: DataScan) -> list[str]:

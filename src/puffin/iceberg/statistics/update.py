@@ -129,7 +129,7 @@ def _added_data_files(table: Table, snapshot_ids: set[int]) -> set[str]:
             continue
         if manifest.added_snapshot_id not in snapshot_ids:
             continue
-        for entry in read_manifest_entries(table.io, manifest):
+        for entry in read_manifest_entries(table.io, manifest, cached=True):
             if (
                 entry.status == ManifestEntryStatus.ADDED
                 and entry.snapshot_id in snapshot_ids

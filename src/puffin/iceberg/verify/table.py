@@ -30,6 +30,7 @@ from puffin.iceberg.metadata.delete_files import (
     deletion_vector_refs,
     read_vector,
 )
+from puffin.iceberg.metadata.manifests import read_from_disk
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.verify.hints import maintenance_hints
 from puffin.iceberg.verify.orphans import find_orphans, referenced_files
@@ -303,6 +304,11 @@ def verify_table(table: Table, *, snapshot_id: int | None = None) -> VerifyRepor
     them all.  ``snapshot_id`` picks the snapshot whose deletion vectors are checked
     (default: the current one); statistics files are checked for every snapshot.
     """
+    with read_from_disk():  # a check reads the manifests as they are now, not as cached
+        return _verify(table, snapshot_id)
+
+
+def _verify(table: Table, snapshot_id: int | None) -> VerifyReport:
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
 
     report = VerifyReport()

@@ -1,0 +1,188 @@
+"""The plan through the process's cache of manifest entries (``scan/plan.py``,
+``metadata/manifests.py``): the same tasks as pyiceberg's own ``plan_files``, each committed
+manifest decoded once, cached entries never changed, verification reading the files, and the
+cache held to its limit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+from iceberg_fixtures import commit_position_deletes_v2, make_catalog
+from puffin.errors import UsageError
+from puffin.iceberg import append, create_sample_table, delete_rows, upgrade_to_v3, verify_table
+from puffin.iceberg.metadata import manifests
+from puffin.iceberg.metadata.manifest_merge import entries_to_rewrite
+from puffin.iceberg.metadata.manifests import (
+    FIRST_ROW_ID,
+    read_manifest_entries,
+    read_manifest_list,
+)
+from puffin.iceberg.metadata.v3 import inherited_first_row_ids
+from puffin.iceberg.scan.plan import plan_files, planned_from_tasks
+from puffin.io.locations import local_path
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Any:
+    manifests.clear_entry_cache()
+    yield
+    manifests.clear_entry_cache()
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The manifests decoded from their files, in order."""
+    seen: list[str] = []
+    real = manifests._read_entries
+
+    def counting(io: Any, manifest: Any) -> Any:
+        seen.append(str(manifest.manifest_path))
+        return real(io, manifest)
+
+    monkeypatch.setattr(manifests, "_read_entries", counting)
+    return seen
+
+
+def _tasks(tasks: Any) -> list[tuple[str, list[str]]]:
+    return sorted(
+        (str(t.file.file_path), sorted(str(d.file_path) for d in t.delete_files)) for t in tasks
+    )
+
+
+def _ours(scan: Any) -> list[tuple[str, list[str]]]:
+    return sorted((p.path, [str(d.file_path) for d in p.delete_files])
+                  for p in planned_from_tasks(scan))
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    catalog = make_catalog(tmp_path_factory.mktemp("plans"))
+    base = create_sample_table(catalog, "db.base", rows=3000, files=3, seed=5)
+    paths = sorted(str(t.file.file_path) for t in base.scan().plan_files())
+    v2 = commit_position_deletes_v2(
+        catalog, base, {paths[0]: [1, 2, 3], paths[2]: [0, 9]}, new_identifier="db.v2"
+    )
+    v3 = upgrade_to_v3(catalog.load_table("db.v2"))
+    v3 = delete_rows(v3, "category = 4").table
+    v3 = append(v3, v3.scan(limit=5).to_arrow(), statistics="none")
+    v3 = delete_rows(v3, "id < 40").table
+    return {"v2 position deletes": v2, "v3 deletion vectors": v3}
+
+
+@pytest.mark.parametrize("kind", ["v2 position deletes", "v3 deletion vectors"])
+@pytest.mark.parametrize(
+    "where", [None, "id < 500", "category = 3", "id > 10 and user_name is null"]
+)
+def test_the_cached_plan_is_pyiceberg_plan(
+    tables: dict[str, Any], kind: str, where: str | None
+) -> None:
+    table = tables[kind]
+    scan = table.scan() if where is None else table.scan(row_filter=where)
+    expected = _tasks(scan.plan_files())
+    assert expected  # every case plans some files
+    assert _ours(scan) == expected  # cold cache
+    assert _ours(scan) == expected  # warm
+
+
+def test_each_committed_manifest_is_decoded_once(tmp_path: Path, reads: list[str]) -> None:
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=500, files=2)
+    table = delete_rows(upgrade_to_v3(table), "id < 7").table
+    first = plan_files(table, table.current_snapshot())
+    assert reads and len(reads) == len(set(reads))
+    decoded = len(reads)
+    assert plan_files(table, table.current_snapshot()) == first
+    assert len(reads) == decoded  # nothing decoded again
+    table = append(table, pa.table({"id": pa.array([10_000], pa.int64())}), statistics="none")
+    plan_files(table, table.current_snapshot())
+    new = reads[decoded:]
+    listed = {str(m.manifest_path) for m in table.current_snapshot().manifests(table.io)}
+    assert new and set(new) <= listed and len(new) < len(listed)  # only what is new
+
+
+def test_rewritten_entries_are_copies(tmp_path: Path) -> None:
+    # entries_to_rewrite writes each data file's inherited first_row_id out: into copies,
+    # never into the cached entries that every later plan shares.
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=300, files=3))
+    table = append(table, table.scan(limit=3).to_arrow(), statistics="none")
+    listed = read_manifest_list(table.io, table.current_snapshot().manifest_list)
+    copied = 0
+    for manifest in (m for m in listed if m.content == 0):
+        cached = read_manifest_entries(table.io, manifest, cached=True)
+        before = [e.data_file[FIRST_ROW_ID] for e in cached]
+        rewritten = entries_to_rewrite(table, manifest)
+        firsts = inherited_first_row_ids(manifest, cached)
+        assert [e.data_file[FIRST_ROW_ID] for e in rewritten] == firsts
+        again = read_manifest_entries(table.io, manifest, cached=True)
+        assert [e.data_file[FIRST_ROW_ID] for e in again] == before
+        copied += sum(b is None and f is not None for b, f in zip(before, firsts, strict=True))
+    assert copied  # some first_row_id was only inherited, and written into a copy
+
+
+def test_verification_reads_the_manifests_from_their_files(
+    tmp_path: Path, reads: list[str]
+) -> None:
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=500, files=2)
+    table = delete_rows(upgrade_to_v3(table), "id < 7").table
+    plan_files(table, table.current_snapshot())
+    warm = len(reads)
+    assert verify_table(table).ok
+    listed = {str(m.manifest_path) for m in table.current_snapshot().manifests(table.io)}
+    assert listed <= set(reads[warm:])
+    with manifests.read_from_disk():
+        assert not manifests.cache_in_use()
+    assert manifests.cache_in_use()
+
+
+def test_the_cache_keeps_to_its_limit(
+    tmp_path: Path, reads: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=400, files=4)
+    for n in range(3):
+        table = append(table, pa.table({"id": pa.array([n], pa.int64())}), statistics="none")
+    listed = table.current_snapshot().manifests(table.io)
+    assert len(listed) >= 4
+    monkeypatch.setattr(manifests, "ENTRY_CACHE_LIMIT", 4)  # one manifest: at most 1 entry
+    for manifest in listed:
+        read_manifest_entries(table.io, manifest, cached=True)
+    assert manifests._cached_count <= 4
+    assert sum(len(v) for v in manifests._CACHE.values()) == manifests._cached_count
+    kept = list(manifests._CACHE)
+    assert kept and kept[-1][0] == str(listed[-1].manifest_path)  # the latest stays
+    decoded = len(reads)
+    read_manifest_entries(table.io, listed[0], cached=True)  # evicted: decoded again
+    assert len(reads) == decoded + 1
+
+
+def test_a_delete_plans_only_the_files_its_condition_may_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import puffin.iceberg.deletes.rows as rows
+
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=900, files=3))
+    first = min(plan_files(table, table.current_snapshot()), key=lambda p: p.path)
+    planned: list[int] = []
+    real = rows.plan_files
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        planned.append(len(out))
+        return out
+
+    monkeypatch.setattr(rows, "plan_files", spy)
+    ids = pc.min_max(pq.read_table(local_path(first.path))["id"])
+    low, high = ids["min"].as_py(), ids["max"].as_py()
+    result = delete_rows(table, f"id >= {low} and id <= {high}")
+    assert planned == [1] and result.deleted_rows == first.record_count
+    # Refusing to empty the table counts every live row: then every file is planned.
+    with pytest.raises(UsageError):
+        delete_rows(result.table, "id >= 0", allow_all_rows=False)
+    assert planned[1:] == [3]
