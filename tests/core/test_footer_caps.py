@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import lz4.frame
 import pytest
@@ -107,6 +108,64 @@ def test_the_chunked_depth_scan_is_the_byte_by_byte_model(
         patch.setattr(caps, "DEPTH_CHUNK", chunk)  # strings and runs cut at every place
         assert caps.first_too_deep(data, cap) == _deepest_model(data, cap)
         assert caps.first_too_deep(bytearray(data), cap) == _deepest_model(data, cap)
+
+
+def _json(max_leaves: int = 12) -> st.SearchStrategy[Any]:
+    # Strings hold what the byte-level checks must not count: brackets, quotes, backslashes.
+    text = st.text(alphabet='ab[]{}",:\\ ', max_size=6)
+    leaves = st.none() | st.booleans() | st.integers(-5, 500) | text
+    return st.recursive(
+        leaves,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=3),
+        max_leaves=max_leaves,
+    )
+
+
+def _depth_and_values(doc: Any) -> tuple[int, int]:
+    """Nesting (a scalar is 0) and values (containers and scalars; keys not counted)."""
+    if isinstance(doc, list):
+        inner = [_depth_and_values(v) for v in doc]
+    elif isinstance(doc, dict):
+        inner = [_depth_and_values(v) for v in doc.values()]
+    else:
+        return 0, 1
+    return 1 + max((d for d, _ in inner), default=0), 1 + sum(v for _, v in inner)
+
+
+@settings(max_examples=300)
+@given(doc=_json(), cap=st.integers(0, 6), spaced=st.booleans())
+def test_the_exact_path_depth_check_is_the_documents_depth(
+    doc: Any, cap: int, spaced: bool
+) -> None:
+    payload = json.dumps(doc, separators=(", ", ": ") if spaced else (",", ":")).encode()
+    depth, _ = _depth_and_values(doc)
+    found = caps.json_cap_violation(payload, puffin.Limits(max_json_depth=cap))
+    if depth <= cap:
+        assert found is None
+    else:
+        assert found is not None
+        error, at = found
+        assert isinstance(error, puffin.InvalidFooterError)
+        assert at == _deepest_model(payload, cap) == caps.first_too_deep(payload, cap)
+        assert f"more than {cap} levels" in str(error)
+
+
+@settings(max_examples=300)
+@given(doc=_json(), cap=st.integers(0, 40), spaced=st.booleans())
+def test_the_exact_path_value_count_is_the_documents(doc: Any, cap: int, spaced: bool) -> None:
+    payload = json.dumps(doc, separators=(", ", ": ") if spaced else (",", ":")).encode()
+    _, values = _depth_and_values(doc)
+    found = caps.json_cap_violation(payload, puffin.Limits(max_json_values=cap))
+    if values <= cap:
+        assert found is None
+    else:
+        assert found is not None
+        error, at = found
+        assert isinstance(error, puffin.LimitExceededError)
+        assert f"more than {cap} values" in str(error)
+        # At the token that makes the count too high; a string is counted at the token
+        # after it (it may be a key), or at itself when it ends the document.
+        assert 0 <= at < len(payload)
 
 
 @pytest.mark.parametrize("cap", [4, 10, 999])  # the blob's properties are level 4

@@ -75,11 +75,17 @@ def _exact_scan(payload: bytes, limits: Limits) -> tuple[PuffinError, int] | Non
         elif first != _COMMA:
             values += 1
         if values > limits.max_json_values and first != _QUOTE:
-            return LimitExceededError(
-                f"footer payload JSON holds more than {limits.max_json_values} values "
-                "(Limits.max_json_values)"
-            ), token.start()
+            return _too_many(limits), token.start()
+    if values > limits.max_json_values:  # a last string value: no token came after it
+        return _too_many(limits), token.start()
     return None
+
+
+def _too_many(limits: Limits) -> LimitExceededError:
+    return LimitExceededError(
+        f"footer payload JSON holds more than {limits.max_json_values} values "
+        "(Limits.max_json_values)"
+    )
 
 
 #: Bytes of the payload the chunked depth scan copies at once.
