@@ -190,6 +190,27 @@ def test_a_character_split_across_the_decode_chunks_is_valid(
         assert refused(bad).reason.endswith(f"(at byte {at} of the footer payload)")
 
 
+def test_a_character_cut_off_by_the_end_of_the_payload_is_invalid_utf8(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first byte of a two-byte character, last: only the decoder's final chunk says so.
+    import puffin.footer.streaming as streaming
+
+    data = payload(blob(), blob(), blob()) + b"\xc3"
+    reason = (
+        "footer payload is not valid UTF-8: unexpected end of data "
+        f"(at byte {len(data) - 1} of the footer payload)"
+    )
+    assert refused(data).reason == reason
+    for chunk in (len(data), len(data) // 2 + 1, 1):  # the last chunk ends the payload
+        monkeypatch.setattr(streaming, "_UTF8_CHUNK", chunk)
+        assert refused(data).reason == reason, chunk
+
+
+def test_a_bad_first_byte_is_invalid_utf8() -> None:
+    _utf8_refusal(b"\xff" + payload(blob(), blob(), blob()))
+
+
 def test_a_truncated_payload_says_so() -> None:
     data = payload(blob(), blob(), blob())[:-5]
     error = refused(data)
