@@ -343,3 +343,13 @@ def test_identity_partition_values_missing_from_the_files_are_matched(tmp_path: 
         assert list(pairs) == [
             (i, c) for i, c in rows if keep(i, c)
         ], where
+
+
+def test_the_literal_named_first_of_a_refused_set_is_the_same_every_run(setup: Setup) -> None:
+    # pyiceberg keeps an in-list as a set: its order is lost, so literals are taken in the
+    # order of their repr, "LongLiteral(10)" before "LongLiteral(9)" (not by value).
+    with pytest.raises(UsageError) as info:
+        bind_where(setup.table, "user_name in (9, 10)")
+    assert str(info.value) == (
+        "column 'user_name' (string) cannot be compared with 10: it takes a quoted string"
+    )
