@@ -1,0 +1,106 @@
+"""Snapshot summaries of our commits (``metadata/snapshots.snapshot_summary``), every field
+computed here from what the commit wrote and from the rows, as Iceberg Java counts them: a
+deletion vector is a delete file and a DV (not a position-delete file), its size is its blob's
+(``content_size_in_bytes``), and the totals move on from the parent's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+from iceberg_fixtures import commit_position_deletes_v2, make_catalog
+from puffin.iceberg import create_sample_table, delete_rows, upgrade_to_v3
+from puffin.iceberg.metadata.delete_files import live_delete_files
+from puffin.iceberg.metadata.manifests import CONTENT_SIZE
+from puffin.io.locations import local_path
+
+
+def _summary(table: Any) -> dict[str, str]:
+    return dict(table.current_snapshot().summary.additional_properties)
+
+
+def _moved(parent: dict[str, str], **change: int) -> dict[str, str]:
+    """The parent's totals moved by ``change`` (``files_size=39`` moves total-files-size);
+    a total the parent lacks stays out, as in Java (its history is not known)."""
+    names = ["data-files", "delete-files", "records", "files-size", "position-deletes",
+             "equality-deletes"]
+    return {
+        f"total-{n}": str(int(parent[f"total-{n}"]) + change.get(n.replace("-", "_"), 0))
+        for n in names
+        if f"total-{n}" in parent
+    }
+
+
+def test_deletes_that_add_and_replace_vectors(tmp_path: Path) -> None:
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=3000, files=3)
+    ids = table.scan(selected_fields=("id",)).to_arrow()["id"]
+    table = upgrade_to_v3(table)
+    parent = _summary(table)
+
+    first = delete_rows(table, "id < 10")
+    (dv,) = first.vectors
+    rows = pc.sum(pc.less(ids, 10)).as_py()
+    assert dv.record_count == rows
+    assert _summary(first.table) == {
+        "added-files-size": str(dv.content_size_in_bytes),
+        "added-delete-files": "1",
+        "added-position-deletes": str(rows),
+        "added-dvs": "1",
+        **_moved(parent, delete_files=1, files_size=dv.content_size_in_bytes,
+                 position_deletes=rows),
+    }
+
+    # The first file's vector is replaced by a larger one; a second file gets its first.
+    second = delete_rows(first.table, "id < 20 or id >= 2990")
+    more = pc.sum(pc.or_(pc.less(ids, 20), pc.greater_equal(ids, 2990))).as_py()
+    added = sum(v.content_size_in_bytes for v in second.vectors)
+    assert len(second.vectors) == 2 and sum(v.record_count for v in second.vectors) == more
+    assert _summary(second.table) == {
+        "added-files-size": str(added),
+        "removed-files-size": str(dv.content_size_in_bytes),
+        "added-delete-files": "2",
+        "removed-delete-files": "1",
+        "added-position-deletes": str(more),
+        "removed-position-deletes": str(rows),
+        "added-dvs": "2",
+        "removed-dvs": "1",
+        **_moved(_summary(first.table), delete_files=1,
+                 files_size=added - dv.content_size_in_bytes, position_deletes=more - rows),
+    }
+
+
+def test_the_upgrade_replaces_position_delete_files_with_vectors(tmp_path: Path) -> None:
+    catalog = make_catalog(tmp_path)
+    base = create_sample_table(catalog, "db.base", rows=900, files=3)
+    paths = sorted(str(t.file.file_path) for t in base.scan().plan_files())
+    v2 = commit_position_deletes_v2(
+        catalog, base, {paths[0]: [1, 2, 3], paths[2]: [0, 9]}, new_identifier="db.v2"
+    )
+    (old,) = live_delete_files(v2, v2.current_snapshot()).values()
+    parent = _summary(v2)
+    v3 = upgrade_to_v3(v2)
+    new = list(live_delete_files(v3, v3.current_snapshot()).values())
+    assert len(new) == 2
+    sizes = sum(int(d[CONTENT_SIZE]) for d in new)
+    assert int(old.file_size_in_bytes) == Path(local_path(str(old.file_path))).stat().st_size
+    summary = _summary(v3)
+    assert not any(k.startswith("total-") for k in parent)  # the fixture's v2 commit
+    assert {k: v for k, v in summary.items() if not k.startswith("total-")} == {
+        "added-files-size": str(sizes),
+        "removed-files-size": str(old.file_size_in_bytes),
+        "added-delete-files": "2",
+        "removed-delete-files": "1",
+        "removed-position-delete-files": "1",
+        "added-position-deletes": "5",
+        "removed-position-deletes": "5",
+        "added-dvs": "2",
+    }
+    assert {k: v for k, v in summary.items() if k.startswith("total-")} == _moved(
+        parent, delete_files=1, files_size=sizes - old.file_size_in_bytes
+    )
