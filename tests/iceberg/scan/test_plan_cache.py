@@ -150,11 +150,15 @@ def test_the_cache_keeps_to_its_limit(
         table = append(table, pa.table({"id": pa.array([n], pa.int64())}), statistics="none")
     listed = table.current_snapshot().manifests(table.io)
     assert len(listed) >= 4
-    monkeypatch.setattr(manifests, "ENTRY_CACHE_LIMIT", 4)  # one manifest: at most 1 entry
+    sizes = [manifests._estimate(read_manifest_entries(table.io, m)) for m in listed]
+    budget = 4 * max(sizes)  # one manifest may take a quarter
+    assert sum(sizes) > budget  # so some must go
+    monkeypatch.setattr(manifests, "ENTRY_CACHE_BYTES", budget)
     for manifest in listed:
         read_manifest_entries(table.io, manifest, cached=True)
-    assert manifests._cached_count <= 4
-    assert sum(len(v) for v in manifests._CACHE.values()) == manifests._cached_count
+    assert manifests._cached_bytes <= budget
+    assert sum(size for _, size in manifests._CACHE.values()) == manifests._cached_bytes
+    assert len(manifests._CACHE) < len(listed)  # some were dropped
     kept = list(manifests._CACHE)
     assert kept and kept[-1][0] == str(listed[-1].manifest_path)  # the latest stays
     decoded = len(reads)
