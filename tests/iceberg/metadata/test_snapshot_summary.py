@@ -104,3 +104,27 @@ def test_the_upgrade_replaces_position_delete_files_with_vectors(tmp_path: Path)
     assert {k: v for k, v in summary.items() if k.startswith("total-")} == _moved(
         parent, delete_files=1, files_size=sizes - old.file_size_in_bytes
     )
+
+
+def test_a_snapshot_names_its_parent_and_sequence_number(tmp_path: Path) -> None:
+    # In the table metadata and in its manifest list's header, as Java's ManifestListWriter.
+    from pyiceberg.avro.file import AvroFile
+    from pyiceberg.manifest import MANIFEST_LIST_FILE_SCHEMAS, ManifestFile
+
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=300, files=2))
+    parent = table.current_snapshot()
+    table = delete_rows(table, "id < 5").table
+    snapshot = table.current_snapshot()
+    assert snapshot.parent_snapshot_id == parent.snapshot_id
+    assert snapshot.sequence_number == parent.sequence_number + 1
+    assert table.metadata.last_sequence_number == snapshot.sequence_number
+    with AvroFile[ManifestFile](
+        table.io.new_input(snapshot.manifest_list), MANIFEST_LIST_FILE_SCHEMAS[3],
+        read_types={-1: ManifestFile},
+    ) as reader:
+        meta = reader.header.meta
+    assert {k: meta[k] for k in ("snapshot-id", "parent-snapshot-id", "sequence-number")} == {
+        "snapshot-id": str(snapshot.snapshot_id),
+        "parent-snapshot-id": str(parent.snapshot_id),
+        "sequence-number": str(snapshot.sequence_number),
+    }
