@@ -132,14 +132,18 @@ def _depth_and_values(doc: Any) -> tuple[int, int]:
     return 1 + max((d for d, _ in inner), default=0), 1 + sum(v for _, v in inner)
 
 
+def _checked(doc: Any, spaced: bool, limits: puffin.Limits) -> tuple[bytes, tuple[int, int], Any]:
+    """``doc`` as JSON text, its depth and values, and what the byte-level caps find."""
+    payload = json.dumps(doc, separators=(", ", ": ") if spaced else (",", ":")).encode()
+    return payload, _depth_and_values(doc), caps.json_cap_violation(payload, limits)
+
+
 @settings(max_examples=300)
 @given(doc=_json(), cap=st.integers(0, 6), spaced=st.booleans())
 def test_the_exact_path_depth_check_is_the_documents_depth(
     doc: Any, cap: int, spaced: bool
 ) -> None:
-    payload = json.dumps(doc, separators=(", ", ": ") if spaced else (",", ":")).encode()
-    depth, _ = _depth_and_values(doc)
-    found = caps.json_cap_violation(payload, puffin.Limits(max_json_depth=cap))
+    payload, (depth, _), found = _checked(doc, spaced, puffin.Limits(max_json_depth=cap))
     if depth <= cap:
         assert found is None
     else:
@@ -153,9 +157,7 @@ def test_the_exact_path_depth_check_is_the_documents_depth(
 @settings(max_examples=300)
 @given(doc=_json(), cap=st.integers(0, 40), spaced=st.booleans())
 def test_the_exact_path_value_count_is_the_documents(doc: Any, cap: int, spaced: bool) -> None:
-    payload = json.dumps(doc, separators=(", ", ": ") if spaced else (",", ":")).encode()
-    _, values = _depth_and_values(doc)
-    found = caps.json_cap_violation(payload, puffin.Limits(max_json_values=cap))
+    payload, (_, values), found = _checked(doc, spaced, puffin.Limits(max_json_values=cap))
     if values <= cap:
         assert found is None
     else:
