@@ -17,7 +17,7 @@ pytest.importorskip("pyiceberg")
 from iceberg_fixtures import commit_position_deletes_v2, make_catalog
 from puffin.iceberg import create_sample_table, delete_rows, upgrade_to_v3
 from puffin.iceberg.metadata.delete_files import live_delete_files
-from puffin.iceberg.metadata.manifests import CONTENT_SIZE
+from puffin.iceberg.metadata.manifests import CONTENT_SIZE, read_manifest_list
 from puffin.io.locations import local_path
 
 
@@ -128,3 +128,52 @@ def test_a_snapshot_names_its_parent_and_sequence_number(tmp_path: Path) -> None
         "parent-snapshot-id": str(parent.snapshot_id),
         "sequence-number": str(snapshot.sequence_number),
     }
+
+
+def test_the_first_commit_of_an_empty_v3_table_has_no_parent(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from puffin.iceberg import append
+
+    catalog = make_catalog(tmp_path)
+    table = catalog.create_table("db.e", Schema(NestedField(1, "id", LongType(), required=False)))
+    table = upgrade_to_v3(table)
+    assert table.current_snapshot() is None
+    table = append(table, pa.table({"id": pa.array([1, 2, 3], pa.int64())}), statistics="none")
+    first = table.current_snapshot()
+    (data,) = [t.file for t in table.scan().plan_files()]
+    assert first.parent_snapshot_id is None and first.sequence_number == 1
+    assert _summary(table) == {
+        "added-files-size": str(data.file_size_in_bytes),
+        "added-data-files": "1",
+        "added-records": "3",
+        **_moved({f"total-{n}": "0" for n in ("data-files", "delete-files", "records",
+                  "files-size", "position-deletes", "equality-deletes")},
+                 data_files=1, records=3, files_size=data.file_size_in_bytes),
+    }
+    # v3 lineage: the snapshot's rows take ids from the table's next-row-id on.
+    assert (first.first_row_id, first.added_rows, table.metadata.next_row_id) == (0, 3, 3)
+    assert first.schema_id == table.metadata.current_schema_id
+    table = append(table, pa.table({"id": pa.array([4, 5], pa.int64())}), statistics="none")
+    second = table.current_snapshot()
+    assert (second.first_row_id, second.added_rows, table.metadata.next_row_id) == (3, 2, 5)
+    # The new data manifest is listed first, as Java lists it.
+    listed = read_manifest_list(table.io, second.manifest_list)
+    assert listed[0].added_snapshot_id == second.snapshot_id
+    assert [m.added_snapshot_id for m in listed[1:]] == [first.snapshot_id]
+
+
+def test_a_delete_adds_no_rows_and_keeps_the_schema_id(tmp_path: Path) -> None:
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=300, files=2))
+    assert table.metadata.next_row_id == 0
+    # The first commit after the upgrade gives the upgraded rows their ids (Java's rule: a
+    # manifest without first_row_id gets one in the next manifest list), then no more.
+    table = delete_rows(table, "id < 5").table
+    first = table.current_snapshot()
+    assert (first.first_row_id, first.added_rows, table.metadata.next_row_id) == (0, 300, 300)
+    table = delete_rows(table, "id < 9").table
+    second = table.current_snapshot()
+    assert (second.first_row_id, second.added_rows, table.metadata.next_row_id) == (300, 0, 300)
+    assert second.schema_id == table.metadata.current_schema_id
