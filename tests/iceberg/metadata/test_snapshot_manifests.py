@@ -62,3 +62,72 @@ def test_a_compaction_keeps_data_and_delete_entries_in_their_own_manifests(
     kinds = _kinds(table)
     assert kinds and all(content <= {kind} for kind, content, _ in kinds), kinds
     assert set(scan_table(table, selected_fields=("id",)).to_arrow()["id"].to_pylist()) == ids
+
+
+def _header(table: Any, path: str, schema: Any) -> dict[str, str]:
+    from pyiceberg.avro.file import AvroFile
+
+    with AvroFile[Any](table.io.new_input(path), schema, read_types={}) as reader:
+        return dict(reader.header.meta)
+
+
+def test_manifest_list_and_delete_manifest_headers_are_javas(tmp_path: Path) -> None:
+    # The Avro header keys Java's ManifestListWriter.V3Writer and ManifestWriter.V3Writer
+    # write, and their record names.
+    import json
+
+    from pyiceberg.manifest import MANIFEST_ENTRY_SCHEMAS, MANIFEST_LIST_FILE_SCHEMAS
+
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=300, files=3))
+    table = delete_rows(table, "id < 5").table
+    snapshot = table.current_snapshot()
+    listed = _header(table, snapshot.manifest_list, MANIFEST_LIST_FILE_SCHEMAS[3])
+    assert {k: listed[k] for k in ("format-version", "first-row-id")} == {
+        "format-version": "3", "first-row-id": str(snapshot.first_row_id)}
+    assert json.loads(listed["avro.schema"])["name"] == "manifest_file"
+    (deletes,) = [m for m in read_manifest_list(table.io, snapshot.manifest_list)
+                  if m.content == 1]
+    header = _header(table, deletes.manifest_path, MANIFEST_ENTRY_SCHEMAS[3])
+    assert {k: header[k] for k in ("format-version", "content", "partition-spec-id")} == {
+        "format-version": "3", "content": "deletes", "partition-spec-id": "0"}
+    assert json.loads(header["schema"])["fields"][0]["name"] == "id"
+    assert json.loads(header["avro.schema"])["name"] == "manifest_entry"
+
+
+def test_files_of_one_manifest_take_consecutive_row_ids(tmp_path: Path) -> None:
+    # Java's idAssigner: each live data file, in manifest order, starts where the one before
+    # ended (record_count ids each), from the manifest's first_row_id.
+    from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry
+
+    from puffin.iceberg import rewrite_manifests
+    from puffin.iceberg.metadata.manifests import FIRST_ROW_ID
+    from puffin.iceberg.metadata.v3 import first_row_id_of, inherited_first_row_ids
+
+    table = upgrade_to_v3(create_sample_table(make_catalog(tmp_path), "db.t", rows=900, files=3))
+    table = delete_rows(table, "id < 5").table  # the upgraded rows get their ids
+    table = rewrite_manifests(table).table  # the three files in one manifest
+    (data,) = [m for m in read_manifest_list(table.io, table.current_snapshot().manifest_list)
+               if m.content == ManifestContent.DATA]
+    entries = read_manifest_entries(table.io, data)
+    counts = [int(e.data_file.record_count) for e in entries]
+    start = first_row_id_of(data)
+    assert len(counts) == 3 and start is not None
+    # The rewrite wrote out the ids the files had (0 on: the upgrade's first commit), and
+    # the new manifest took a first_row_id of its own, past them.
+    written = [0, counts[0], counts[0] + counts[1]]
+    assert [e.data_file[FIRST_ROW_ID] for e in entries] == written
+    assert inherited_first_row_ids(data, entries) == written
+    assert start == sum(counts)
+    expected = [start, start + counts[0], start + counts[0] + counts[1]]
+
+    def without_id(e: Any) -> Any:
+        df = DataFile(*(e.data_file[i] for i in range(len(e.data_file))))
+        df[FIRST_ROW_ID] = None
+        copy = ManifestEntry(*(e[i] for i in range(len(e))))
+        copy.data_file = df
+        return copy
+
+    assert inherited_first_row_ids(data, [without_id(e) for e in entries]) == expected
+    # Entries read with pyiceberg's own (v2) schema have no first_row_id field at all.
+    v2 = list(data.fetch_manifest_entry(table.io, discard_deleted=True))
+    assert inherited_first_row_ids(data, v2) == expected
