@@ -170,6 +170,31 @@ def test_the_exact_path_value_count_is_the_documents(doc: Any, cap: int, spaced:
         assert 0 <= at < len(payload)
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"blobs":[' + b",".join([b'{"a":[1,2]}'] * 50) + b"]}",  # 4 deep, in 2 rounds
+        b'{"blobs":[' + b",".join([b'{"a":[1,"[[[[{{"]}'] * 50) + b"]}",  # brackets in strings
+        b'{"blobs":[' + b",".join([b'{"a":[1,"\\"[[{{"]}'] * 50) + b"]}",  # and an escape
+    ],
+)
+def test_a_shallow_footer_is_judged_on_its_bytes_without_the_token_scan(
+    payload: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Many brackets (more than the cap), nested only 4 deep: the byte-level bound decides,
+    # at a cap of exactly its depth, and the slow token scan never runs.
+    def no_scan(*args: Any) -> Any:
+        raise AssertionError("the token scan ran")
+
+    monkeypatch.setattr(caps, "_exact_scan", no_scan)
+    assert caps.json_cap_violation(payload, puffin.Limits(max_json_depth=4)) is None
+    limits = puffin.Limits(max_json_values=payload.count(b",") + 2 * payload.count(b"[") + 1)
+    assert caps.json_cap_violation(payload, limits) is None  # values: bounded by the counts too
+    monkeypatch.undo()
+    found = caps.json_cap_violation(payload, puffin.Limits(max_json_depth=3))
+    assert found is not None and found[1] == payload.index(b"[1")  # the 4th level, exactly
+
+
 @pytest.mark.parametrize("cap", [4, 10, 999])  # the blob's properties are level 4
 def test_the_large_path_enforces_any_depth_cap_where_the_exact_path_does(cap: int) -> None:
     # The same nesting in an unknown field, once small (the exact parser) and once behind a
