@@ -171,6 +171,24 @@ def test_the_exact_path_value_count_is_the_documents(doc: Any, cap: int, spaced:
 
 
 @pytest.mark.parametrize(
+    ("payload", "cap", "at"),
+    [
+        (b"[1,2,3]", 1, 1),  # the first value past the cap: "1"
+        (b'["a","b"]', 2, 8),  # a string is counted at the token after it (a key or not)
+        (b'"abc"', 0, 0),  # a string that ends the document is counted at itself
+    ],
+)
+def test_the_value_cap_is_placed_at_the_token_past_it(payload: bytes, cap: int, at: int) -> None:
+    found = caps.json_cap_violation(payload, puffin.Limits(max_json_values=cap))
+    assert found is not None
+    error, place = found
+    assert str(error) == (
+        f"footer payload JSON holds more than {cap} values (Limits.max_json_values)"
+    )
+    assert place == at
+
+
+@pytest.mark.parametrize(
     "payload",
     [
         b'{"blobs":[' + b",".join([b'{"a":[1,2]}'] * 50) + b"]}",  # 4 deep, in 2 rounds
