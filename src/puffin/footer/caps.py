@@ -14,7 +14,7 @@ from typing import Any
 from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
 from puffin.limits import Limits
 
-__all__ = ["first_too_deep", "json_cap_violation"]
+__all__ = ["first_too_deep", "json_cap_violation", "too_deep"]
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{},:]|[^][{},:"\s]+', re.S)
@@ -64,10 +64,7 @@ def _exact_scan(payload: bytes, limits: Limits) -> tuple[PuffinError, int] | Non
             depth += 1
             values += 1
             if depth > limits.max_json_depth:
-                return InvalidFooterError(
-                    f"footer payload JSON is nested too deeply: more than "
-                    f"{limits.max_json_depth} levels (Limits.max_json_depth)"
-                ), token.start()
+                return too_deep(limits.max_json_depth), token.start()
         elif first in _CLOSE:
             depth -= 1
         elif first == _COLON:
@@ -79,6 +76,14 @@ def _exact_scan(payload: bytes, limits: Limits) -> tuple[PuffinError, int] | Non
     if values > limits.max_json_values:  # a last string value: no token came after it
         return _too_many(limits), token.start()
     return None
+
+
+def too_deep(cap: int) -> InvalidFooterError:
+    """The error for nesting past ``cap`` levels, on either parsing path."""
+    return InvalidFooterError(
+        f"footer payload JSON is nested too deeply: more than {cap} levels "
+        "(Limits.max_json_depth)"
+    )
 
 
 def _too_many(limits: Limits) -> LimitExceededError:
@@ -118,9 +123,9 @@ def first_too_deep(data: bytes | bytearray, cap: int) -> int | None:
                 return None  # never closed: the decoder says so
             pos = string.end()
             continue
-        too_deep, end = _levels(skeleton, depth, cap, work)
-        if too_deep is not None:
-            return pos + _bracket_at(window, too_deep)
+        past, end = _levels(skeleton, depth, cap, work)
+        if past is not None:
+            return pos + _bracket_at(window, past)
         depth, pos = end, pos + cut
     return None
 

@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from puffin.errors import InvalidFooterError, LimitExceededError, PuffinError
-from puffin.footer.caps import first_too_deep, json_cap_violation
+from puffin.footer.caps import first_too_deep, json_cap_violation, too_deep
 from puffin.footer.exact import parse_exact
 from puffin.footer.rules import Footer, blob_attrs, footer_from_json
 from puffin.footer.text import PayloadError
@@ -98,13 +98,13 @@ def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
     cap = min(limits.max_json_depth, _DEPTH_CEILING)
     deep = first_too_deep(data, cap)
     if deep is not None:
-        raise PayloadError(_too_deep(cap), deep)
+        raise PayloadError(too_deep(cap), deep)
     decoder, msgspec = _decoder()
     try:
         with recursion_room(limits.max_json_depth):
             footer = decoder.decode(data)
     except RecursionError:  # only if text that is not JSON misled the depth scan
-        raise _too_deep(cap) from None
+        raise too_deep(cap) from None
     except msgspec.ValidationError as exc:
         raise _validation_error(str(exc)) from None
     except msgspec.DecodeError as exc:
@@ -116,13 +116,6 @@ def parse_streaming(data: bytes | bytearray, limits: Limits) -> Footer:
         raise PayloadError(error, place) from None
     _no_repeated_blob_keys(data, footer, limits)
     return _checked(footer, limits)
-
-
-def _too_deep(cap: int) -> InvalidFooterError:
-    return InvalidFooterError(
-        f"footer payload JSON is nested too deeply: more than {cap} levels "
-        "(Limits.max_json_depth)"
-    )
 
 
 _UTF8_CHUNK = 1 << 20
