@@ -18,8 +18,9 @@ three private methods on the catalog instance (one commit at a time, under a loc
   its update functions already share unchanged snapshots, schemas and specs between the old
   metadata and the new; only the copy at the end is skipped. ``test_sql_commit`` checks the
   result equals ``update_table_metadata``'s.
-* ``_write_metadata``: writes v3 metadata (``TableMetadataV3`` refuses to serialize), noting
-  the file first so a failed commit removes it.
+* ``_write_metadata``: writes with :mod:`.metadata_file` (v3 too, which ``TableMetadataV3``
+  refuses to serialize, and each snapshot's JSON made once), noting the file first so a
+  failed commit removes it.
 """
 
 from __future__ import annotations
@@ -36,27 +37,11 @@ if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.update import TableRequirement, TableUpdate
 
-__all__ = ["apply_updates", "staged_for", "upgraded_to_v3", "write_table_metadata"]
+__all__ = ["apply_updates", "staged_for", "upgraded_to_v3"]
 
 V3 = 3
 # One commit at a time may replace a catalog's private methods.
 _OVERRIDE_LOCK = threading.RLock()
-
-
-def write_table_metadata(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
-    """pyiceberg's metadata writer, minus ``TableMetadataV3``'s refusal to serialize."""
-    from pyiceberg.serializers import Compressor, ToOutputFile
-    from pyiceberg.typedef import IcebergBaseModel
-    from pyiceberg.utils.config import Config
-
-    if metadata.format_version < V3:
-        ToOutputFile.table_metadata(metadata, io.new_output(metadata_path))
-        return
-    exclude_none = not Config().get_bool("legacy-current-snapshot-id")
-    data = IcebergBaseModel.model_dump_json(metadata, exclude_none=exclude_none).encode()
-    data = Compressor.get_compressor(metadata_path).bytes_compressor()(data)
-    with io.new_output(metadata_path).create(overwrite=False) as out:
-        out.write(data)
 
 
 def upgraded_to_v3(metadata: TableMetadata) -> TableMetadata:
@@ -150,6 +135,8 @@ def staged_for(table: Table, written: list[str]) -> Iterator[None]:
     def write(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
         written.append(metadata_path)  # first: a partly written file is removed too
         write_table_metadata(metadata, io, metadata_path)
+
+    from puffin.iceberg.metadata.metadata_file import write_table_metadata
 
     with _OVERRIDE_LOCK:
         catalog._convert_orm_to_iceberg = convert
