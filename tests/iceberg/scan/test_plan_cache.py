@@ -80,7 +80,9 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", ["v2 position deletes", "v3 deletion vectors"])
 @pytest.mark.parametrize(
-    "where", [None, "id < 500", "category = 3", "id > 10 and user_name is null"]
+    "where",
+    [None, "id < 500", "category = 3", "id > 10 and user_name is null", "id = 7",
+     "id in (3, 2999)", "id >= 2000 or category = 3"],
 )
 def test_the_cached_plan_is_pyiceberg_plan(
     tables: dict[str, Any], kind: str, where: str | None
@@ -91,6 +93,43 @@ def test_the_cached_plan_is_pyiceberg_plan(
     assert expected  # every case plans some files
     assert _ours(scan) == expected  # cold cache
     assert _ours(scan) == expected  # warm
+
+
+def test_pyicebergs_evaluator_sees_only_files_whose_bounds_may_match(
+    tables: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``id = 7``, pyiceberg's metrics evaluator visits the delete files and the data
+    files whose id bounds hold 7 (the rest are ruled out by ``scan/bounds.py``), and the
+    plan is still pyiceberg's."""
+    from pyiceberg.conversions import from_bytes
+    from pyiceberg.expressions import visitors
+    from pyiceberg.types import LongType
+
+    table = tables["v3 deletion vectors"]
+    visited: list[str] = []
+    real = visitors._InclusiveMetricsEvaluationVisitor.__init__
+
+    def counting(self: Any, file: Any) -> None:
+        visited.append(str(file.file_path))
+        real(self, file)
+
+    live = [e.data_file for m in table.current_snapshot().manifests(table.io)
+            for e in read_manifest_entries(table.io, m)]
+    field_id = table.schema().find_field("id").field_id
+
+    def holds_7(data_file: Any) -> bool:
+        if data_file.content != 0:
+            return True  # a delete file: no bounds on id
+        lo = from_bytes(LongType(), data_file.lower_bounds[field_id])
+        return bool(lo <= 7 <= from_bytes(LongType(), data_file.upper_bounds[field_id]))
+
+    expected = sorted(str(f.file_path) for f in live if holds_7(f))
+    assert len(expected) < len(live)  # some data file is ruled out by its bounds
+    scan = table.scan(row_filter="id = 7")
+    theirs = _tasks(scan.plan_files())
+    monkeypatch.setattr(visitors._InclusiveMetricsEvaluationVisitor, "__init__", counting)
+    assert _ours(scan) == theirs
+    assert sorted(visited) == expected
 
 
 def test_each_committed_manifest_is_decoded_once(tmp_path: Path, reads: list[str]) -> None:

@@ -110,9 +110,11 @@ def _cached_planner() -> Any:
     from pyiceberg.utils.concurrent import ExecutorFactory
 
     from puffin.iceberg.metadata.manifests import cache_in_use, read_manifest_entries
+    from puffin.iceberg.scan.bounds import bounds_test
 
     class CachedPlanner(ManifestGroupPlanner):
-        """pyiceberg's ``plan_manifest_entries`` (0.12), reading through the entry cache."""
+        """pyiceberg's ``plan_manifest_entries`` (0.12), reading through the entry cache
+        and testing integer bounds quickly first."""
 
         def plan_manifest_entries(self, manifests: Iterable[ManifestFile]) -> Iterator[Any]:
             chosen = KeyDefaultDict(self._build_manifest_evaluator)
@@ -123,11 +125,16 @@ def _cached_planner() -> Any:
             work = [(m, partitions[m.partition_spec_id]) for m in kept
                     if self._check_sequence_number(least, m)]
             cached = cache_in_use()  # here: the reading threads do not see the context
+            # Files whose integer bounds rule them out, as pyiceberg's evaluator would, are
+            # not visited by it (scan/bounds.py).
+            quick = bounds_test(self.table_metadata.schema(), self.row_filter,
+                                self.case_sensitive) or (lambda _: True)
 
             def entries(args: tuple[ManifestFile, Any]) -> list[Any]:
                 manifest, in_partition = args
                 return [e for e in read_manifest_entries(self.io, manifest, cached=cached)
-                        if in_partition(e.data_file) and metrics(e.data_file)]
+                        if quick(e.data_file) and in_partition(e.data_file)
+                        and metrics(e.data_file)]
 
             return ExecutorFactory.get_or_create().map(entries, work)
 

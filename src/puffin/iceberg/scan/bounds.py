@@ -1,0 +1,148 @@
+"""A quick test of a data file's integer column bounds against a row filter, ahead of
+pyiceberg's metrics evaluator.
+
+pyiceberg's ``_InclusiveMetricsEvaluator`` visits the bound filter for every live data file
+of every plan: a visitor object, a dispatch per predicate and a decode per bound, about 8 µs
+a file. A delete of one id in a table of 500 files paid that for all of them, every commit
+(issue 34). :func:`bounds_test` compiles the filter once into closures that read the raw
+bound bytes of integer-like columns (int, long, date, time, timestamps), where the bounds are
+exact values. A closure answers "cannot match" only where pyiceberg's evaluator does (a
+bound strictly past the literal), and "may match" for everything else; pyiceberg's evaluator
+then decides those. So the plan stays pyiceberg's: the files ruled out early are only not
+visited twice. ``tests/iceberg/scan/test_bounds.py`` holds the two to that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.schema import Schema
+
+__all__ = ["bounds_test"]
+
+#: lower bounds, upper bounds -> False if no row can match.
+_Test = Callable[[Mapping[int, bytes], Mapping[int, bytes]], bool]
+_EMPTY: Mapping[int, bytes] = {}
+
+
+def bounds_test(
+    schema: Schema, row_filter: BooleanExpression, case_sensitive: bool = True
+) -> Callable[[DataFile], bool] | None:
+    """A test that is False for a data file only if pyiceberg's inclusive metrics evaluator
+    rules it out too; None when no part of ``row_filter`` can be tested this way."""
+    from pyiceberg.expressions.visitors import bind, rewrite_not
+
+    test = _compile(bind(schema, rewrite_not(row_filter), case_sensitive))
+    if test is None:
+        return None
+
+    def may_match(data_file: DataFile) -> bool:
+        if data_file.record_count < 0:  # pyiceberg: a count it cannot trust, might match
+            return True
+        return test(data_file.lower_bounds or _EMPTY, data_file.upper_bounds or _EMPTY)
+
+    return may_match
+
+
+def _compile(expr: BooleanExpression) -> _Test | None:
+    """``expr`` (bound, negations pushed down) as a test; None where it is always "may"."""
+    from pyiceberg.expressions import And, BoundPredicate, Or
+
+    if isinstance(expr, And):
+        left, right = _compile(expr.left), _compile(expr.right)
+        if left is None or right is None:
+            return left or right
+        return _both(left, right)
+    if isinstance(expr, Or):
+        left, right = _compile(expr.left), _compile(expr.right)
+        if left is None or right is None:
+            return None
+        return _either(left, right)
+    if isinstance(expr, BoundPredicate):
+        return _predicate(expr)
+    return None
+
+
+def _both(left: _Test, right: _Test) -> _Test:
+    return lambda lo, hi: left(lo, hi) and right(lo, hi)
+
+
+def _either(left: _Test, right: _Test) -> _Test:
+    return lambda lo, hi: left(lo, hi) or right(lo, hi)
+
+
+def _width(field_type: Any) -> int | None:
+    """Bytes of the bound of an integer-like type (Iceberg's single-value serialization)."""
+    from pyiceberg import types as t
+
+    if isinstance(field_type, (t.IntegerType, t.DateType)):
+        return 4
+    eight = (
+        t.LongType,
+        t.TimeType,
+        t.TimestampType,
+        t.TimestamptzType,
+        t.TimestampNanoType,
+        t.TimestamptzNanoType,
+    )
+    return 8 if isinstance(field_type, eight) else None
+
+
+def _predicate(expr: Any) -> _Test | None:
+    from pyiceberg.expressions import (
+        BoundEqualTo,
+        BoundGreaterThan,
+        BoundGreaterThanOrEqual,
+        BoundIn,
+        BoundLessThan,
+        BoundLessThanOrEqual,
+    )
+    from pyiceberg.expressions.visitors import IN_PREDICATE_LIMIT
+
+    field = expr.term.ref().field
+    width = _width(field.field_type)
+    if width is None:
+        return None
+    fid = field.field_id
+
+    def bound(bounds: Mapping[int, bytes]) -> int | None:
+        raw = bounds.get(fid)
+        if raw is None or len(raw) != width:
+            return None  # absent, or not what pyiceberg would decode: it decides
+        return int.from_bytes(raw, "little", signed=True)
+
+    if isinstance(expr, BoundIn):
+        values = sorted(lit.value for lit in expr.literals)
+        if len(values) > IN_PREDICATE_LIMIT:  # pyiceberg does not look at bounds then
+            return None
+        return lambda lo, hi: _any_between(values, bound(lo), bound(hi))
+    if not isinstance(
+        expr,
+        (
+            BoundEqualTo,
+            BoundLessThan,
+            BoundLessThanOrEqual,
+            BoundGreaterThan,
+            BoundGreaterThanOrEqual,
+        ),
+    ):
+        return None
+    v = expr.literal.value
+    if isinstance(expr, BoundEqualTo):
+        return lambda lo, hi: _any_between((v,), bound(lo), bound(hi))
+    if isinstance(expr, BoundLessThan):
+        return lambda lo, _: (b := bound(lo)) is None or b < v
+    if isinstance(expr, BoundLessThanOrEqual):
+        return lambda lo, _: (b := bound(lo)) is None or b <= v
+    if isinstance(expr, BoundGreaterThan):
+        return lambda _, hi: (b := bound(hi)) is None or b > v
+    return lambda _, hi: (b := bound(hi)) is None or b >= v
+
+
+def _any_between(values: Any, lower: int | None, upper: int | None) -> bool:
+    """Whether a value lies within the bounds that are known."""
+    return any((lower is None or lower <= x) and (upper is None or x <= upper) for x in values)
