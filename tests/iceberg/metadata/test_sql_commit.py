@@ -111,3 +111,96 @@ def test_a_stale_table_reads_the_moved_metadata_and_loses_the_race(
         commit(stale, requirements, updates)
     assert reads == [moved.metadata_location]
     assert stale.catalog.load_table("db.t").metadata_location == moved.metadata_location
+
+
+def _version(location: str) -> int:
+    return int(Path(location).name.split("-", 1)[0])
+
+
+def test_metadata_files_are_numbered_one_after_another(tmp_path: Path) -> None:
+    """Each commit's metadata file is the next version (``00004-...`` after ``00003-...``),
+    whatever the commit: an append, a delete, a property."""
+    table = _v3_table(tmp_path)
+    from puffin.iceberg import transaction
+
+    versions = [_version(table.metadata_location)]
+    table = append(table, pa.table({"id": pa.array([9], pa.int64())}), statistics="none")
+    versions.append(_version(table.metadata_location))
+    table = delete_rows(table, "id = 9").table
+    versions.append(_version(table.metadata_location))
+    with transaction(table) as tx:
+        tx.set_properties({"owner": "tests"})
+    versions.append(_version(table.refresh().metadata_location))
+    assert versions == list(range(versions[0], versions[0] + 4))
+
+
+def test_last_updated_is_the_snapshot_time_or_now(tmp_path: Path) -> None:
+    """As Java's metadata builder: a snapshot's commit stamps its timestamp; a commit without
+    one (a property, an upgrade alone) stamps the time of the commit, never the old one."""
+    import time
+
+    from puffin.iceberg import transaction
+
+    table = _v3_table(tmp_path)
+    table = append(table, pa.table({"id": pa.array([9], pa.int64())}), statistics="none")
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    assert table.metadata.last_updated_ms == snapshot.timestamp_ms
+    before = table.metadata.last_updated_ms
+    time.sleep(0.01)
+    with transaction(table) as tx:
+        tx.set_properties({"owner": "tests"})
+    after = table.refresh().metadata.last_updated_ms
+    assert before < after <= int(time.time() * 1000)
+
+    catalog = local_catalog(tmp_path / "v2")
+    catalog.create_namespace_if_not_exists("db")
+    v2 = catalog.create_table(
+        "db.u", pa.schema([("id", pa.int64())]), properties={"format-version": "2"}
+    )
+    v2.append(pa.table({"id": pa.array([1], pa.int64())}))
+    v2 = catalog.load_table("db.u")
+    time.sleep(0.01)
+    upgraded = upgrade_to_v3(v2)
+    assert v2.metadata.last_updated_ms < upgraded.metadata.last_updated_ms
+    assert upgraded.metadata.last_updated_ms <= int(time.time() * 1000)
+    assert upgraded.metadata.metadata_log[-1].metadata_file == v2.metadata_location
+
+
+def test_an_upgrade_with_deletes_logs_the_old_file_once(tmp_path: Path) -> None:
+    """An upgrade that also commits deletion vectors logs the v2 metadata file once."""
+    from iceberg_fixtures import commit_position_deletes_v2, make_catalog
+    from puffin.iceberg import create_sample_table
+
+    catalog = make_catalog(tmp_path)
+    base = create_sample_table(catalog, "db.base", rows=100, files=1)
+    path = str(next(iter(base.scan().plan_files())).file.file_path)
+    v2 = commit_position_deletes_v2(catalog, base, {path: [1, 2]}, new_identifier="db.v2")
+    upgraded = upgrade_to_v3(v2)
+    logged = [e.metadata_file for e in upgraded.metadata.metadata_log]
+    assert len(logged) == len(set(logged))
+    assert logged[-1] == v2.metadata_location
+    assert upgraded.current_snapshot() is not None
+    assert upgraded.current_snapshot() != v2.current_snapshot()
+
+
+def test_a_sorted_table_takes_commits(tmp_path: Path) -> None:
+    """The staged metadata's sort order is checked against its schema (a sorted table)."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField
+
+    catalog = local_catalog(tmp_path)
+    catalog.create_namespace_if_not_exists("db")
+    table = catalog.create_table(
+        "db.s",
+        Schema(NestedField(1, "id", LongType(), required=False)),
+        properties={"format-version": "2"},
+        sort_order=SortOrder(SortField(source_id=1, transform=IdentityTransform())),
+    )
+    table.append(pa.table({"id": pa.array([3, 1, 2], pa.int64())}))
+    table = upgrade_to_v3(catalog.load_table("db.s"))
+    table = delete_rows(table, "id = 2").table
+    assert table.sort_order().fields[0].source_id == 1
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 3]
