@@ -142,3 +142,26 @@ def test_the_json_goes_with_its_snapshot(tmp_path: Path, monkeypatch: pytest.Mon
     snapshot_json(snapshot, exclude_none=True)
     snapshot_json(snapshot, exclude_none=True)
     assert len(dumped) <= 1
+
+
+def test_v2_and_v3_snapshots_are_kept_and_v1_ones_are_not(tmp_path: Path) -> None:
+    """The splice serves v2 and v3 (each snapshot's JSON kept); v1 is serialized whole."""
+    for version in (1, 2):
+        metadata = _table(tmp_path / f"v{version}", version).metadata
+        metadata_json(metadata)
+        kept = [id(s) in metadata_file._SNAPSHOT_JSON for s in metadata.snapshots]
+        assert kept == [version == 2] * len(metadata.snapshots), version
+    metadata = _v3(tmp_path / "v3").metadata
+    metadata_json(metadata)
+    assert all(id(s) in metadata_file._SNAPSHOT_JSON for s in metadata.snapshots)
+
+
+def test_an_existing_metadata_file_is_never_overwritten(tmp_path: Path) -> None:
+    from puffin.iceberg.metadata.metadata_file import write_table_metadata
+
+    table = _v3(tmp_path)
+    path = table.metadata_location
+    before = Path(path.removeprefix("file://")).read_bytes()
+    with pytest.raises(FileExistsError):
+        write_table_metadata(table.metadata, table.io, path)
+    assert Path(path.removeprefix("file://")).read_bytes() == before
