@@ -1,7 +1,8 @@
 """A snapshot's plan: its live data files, the deletes that apply to each, and which rows survive.
 
 pyiceberg plans the snapshot (its evaluators and delete index, over manifest entries read
-through the process's cache); :class:`puffin.iceberg.metadata.delete_files.DeleteIndex`
+through the process's cache, files ruled out by their integer bounds first:
+:mod:`puffin.iceberg.scan.bounds`); :class:`puffin.iceberg.metadata.delete_files.DeleteIndex`
 answers "which positions of this data file are deleted", and :func:`keep_mask` turns those
 into a row mask for one slice of the file.
 """
