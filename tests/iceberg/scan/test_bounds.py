@@ -244,3 +244,25 @@ def test_what_it_leaves_to_pyiceberg() -> None:
     ]
     assert [test(f) for f in files] == [False, True, True]
     assert test(DataFile.from_args(record_count=10)) is True  # no bounds at all
+
+
+def test_an_in_of_exactly_the_limit_is_still_tested() -> None:
+    """pyiceberg looks at bounds up to IN_PREDICATE_LIMIT (200) literals, not past it."""
+    from pyiceberg.expressions.visitors import IN_PREDICATE_LIMIT
+
+    at_limit = In("l", list(range(100, 100 + IN_PREDICATE_LIMIT)))
+    test = bounds_test(SCHEMA, at_limit)
+    assert test is not None
+    assert test(_file(2, 1, 1)) is False
+    assert _pyicebergs(at_limit, _file(2, 1, 1)) is False
+
+
+def test_names_are_case_sensitive_unless_told() -> None:
+    """As pyiceberg's evaluator: ``L`` is not the column ``l`` by default."""
+    with pytest.raises(ValueError, match="Could not find field with name L"):
+        bounds_test(SCHEMA, EqualTo("L", 1))
+    with pytest.raises(ValueError, match="Could not find field with name L"):
+        bounds_test(SCHEMA, EqualTo("L", 1), case_sensitive=True)
+    test = bounds_test(SCHEMA, EqualTo("L", 1), case_sensitive=False)
+    assert test is not None
+    assert test(_file(2, 5, 6)) is False
