@@ -7,7 +7,7 @@ snapshot never changes: pyiceberg's models are frozen and its updates share unch
 snapshots between the old metadata and the new. So the JSON of each snapshot object is kept
 while the object lives (keyed by identity, dropped with it) and spliced into the document
 serialized without its snapshots. The bytes are pyiceberg's own: ``tests/iceberg/metadata/
-test_metadata_file.py`` compares them with ``model_dump_json`` for v2 and v3 tables.
+test_metadata_file.py`` compares them with ``model_dump_json`` for v1, v2 and v3 tables.
 
 Format version 1 writes snapshots without their sequence numbers (pyiceberg's
 ``serialize_snapshots``); it is serialized whole, as pyiceberg does.
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["metadata_json", "write_table_metadata"]
+__all__ = ["metadata_json", "snapshot_json", "write_table_metadata"]
 
 # id(snapshot) -> (a weak reference to it, exclude_none, its JSON). The weak reference's
 # callback drops the entry, so a reused id() never finds another object's JSON.
@@ -34,8 +34,8 @@ _EMPTY = '"snapshots":[]'
 
 def _forget(key: int, ref: weakref.ref[Snapshot]) -> None:
     entry = _SNAPSHOT_JSON.get(key)
-    if entry is not None and entry[0] is ref:
-        del _SNAPSHOT_JSON[key]
+    if entry is not None and entry[0] is ref:  # not a newer object's entry under the same id
+        _SNAPSHOT_JSON.pop(key, None)
 
 
 def snapshot_json(snapshot: Snapshot, exclude_none: bool) -> str:

@@ -118,6 +118,8 @@ def staged_for(table: Table, written: list[str]) -> Iterator[None]:
     from pyiceberg.catalog import Catalog as PyCatalog
     from pyiceberg.table import Table as PyTable
 
+    from puffin.iceberg.metadata.metadata_file import write_table_metadata
+
     catalog: Any = table.catalog  # private pyiceberg methods, replaced on this instance only
     read, stage = catalog._convert_orm_to_iceberg, catalog._update_and_stage_table
 
@@ -135,8 +137,6 @@ def staged_for(table: Table, written: list[str]) -> Iterator[None]:
     def write(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
         written.append(metadata_path)  # first: a partly written file is removed too
         write_table_metadata(metadata, io, metadata_path)
-
-    from puffin.iceberg.metadata.metadata_file import write_table_metadata
 
     with _OVERRIDE_LOCK:
         catalog._convert_orm_to_iceberg = convert
