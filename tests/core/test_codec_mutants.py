@@ -12,7 +12,9 @@ why some of these repeat their inputs in-process.  Budget: about 1 s.
 
 from __future__ import annotations
 
+import io
 import struct
+import sys
 import threading
 from typing import Any
 
@@ -60,6 +62,47 @@ def test_lz4_frames_of_several_chunks_decode_on_both_paths() -> None:
     assert type(out) is bytes and out == data
     buffer = Lz4Codec().decompress_buffer(frame, max_size=CAP)
     assert type(buffer) is bytearray and len(buffer) == BIG and buffer == data
+
+
+def test_lz4_decompress_buffer_allocates_exactly_the_output(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Its promise: one buffer of the output's size, no growth slack (a 256 MiB footer would
+    # otherwise hold up to an eighth more). CPython's bytearray reports its allocation.
+    monkeypatch.setattr(codecs, "_CHUNK", 1000)
+    data = big_payload()[:25_000]
+    buffer = Lz4Codec().decompress_buffer(Lz4Codec().compress(data), max_size=CAP)
+    assert buffer == data
+    assert sys.getsizeof(buffer) - sys.getsizeof(bytearray()) <= len(data) + 1
+
+
+class _Reads(io.BytesIO):
+    """A real reader that records each ``read``: what was asked, and what had been read."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.asked: list[tuple[int, int]] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        assert size is not None
+        self.asked.append((size, self.tell()))
+        return super().read(size)
+
+
+@pytest.mark.parametrize("declared", [0, 1, 3, 4, 5, 8, 11])
+@pytest.mark.parametrize("extra", [-1, 0, 1, 2, 10])
+def test_a_bounded_read_stops_one_byte_past_the_declared_size(
+    declared: int, extra: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What keeps a zstd frame's memory to its declared size, whatever libzstd lets through:
+    # at most declared + 1 bytes, asked for a chunk at a time (4 bytes here).
+    if declared + extra < 0:
+        return
+    monkeypatch.setattr(codecs, "_CHUNK", 4)
+    source = bytes(range(declared + extra))
+    reader = _Reads(source)
+    assert codecs._read_bounded(reader, declared) == source[: declared + 1]
+    assert reader.asked and all(0 < n <= 4 and at + n <= declared + 1 for n, at in reader.asked)
 
 
 @pytest.mark.parametrize("path", ["decompress", "decompress_buffer"])

@@ -25,6 +25,7 @@ import pytest
 from _hostile import DROP as _DROP
 from _hostile import footer_blob as blob
 from puffin import BlobMetadata, FileMetadata, InvalidFooterError, Limits
+from puffin.footer import rules
 
 #: Past this many JSON values the footer takes the streaming (msgspec) parser.
 STREAMING = Limits(max_json_values=10)
@@ -242,6 +243,37 @@ def test_the_edges_of_the_integer_ranges_are_accepted() -> None:
             2**63 - 1,
             -(2**63),
         )
+
+
+#: Well-formed blobs at every edge the one-pass path tests: each long at both ends of its
+#: range, field ids at both ends of theirs, no fields, a codec, properties, an unknown key.
+_WELL_FORMED = [
+    blob(fields=[-(2**31)], snapshot_id=-(2**63), sequence_number=-(2**63),
+         offset=-(2**63), length=-(2**63)),
+    blob(fields=[2**31 - 1, 0], snapshot_id=2**63 - 1, sequence_number=2**63 - 1,
+         offset=2**63 - 1, length=2**63 - 1),
+    blob(fields=[], compression_codec="zstd", properties={"a": "b", "c": ""}),
+    blob(compression_codec=None, properties={}, unknown=[1, {"x": None}]),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_WELL_FORMED)))
+def test_the_one_pass_path_takes_every_well_formed_blob(
+    index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check_text=False`` is the path statistics files with thousands of blobs take: a
+    well-formed blob must not fall back to the field-by-field checker (same result, slower),
+    and what it gives must be what that checker gives."""
+    doc = {"blobs": [_WELL_FORMED[index]]}
+    (checked,) = FileMetadata.from_json_dict(copy.deepcopy(doc)).blobs
+
+    def no_fallback(obj: object, *, blob_index: int | None = None) -> dict[str, Any]:
+        raise AssertionError(f"blob {blob_index} fell back to the detailed checker")
+
+    monkeypatch.setattr(rules, "blob_attrs", no_fallback)
+    (fast,) = FileMetadata.from_json_dict(doc, check_text=False).blobs
+    assert fast == checked
+    assert type(fast.fields) is tuple and isinstance(fast.properties, MappingProxyType)
 
 
 @pytest.mark.parametrize(

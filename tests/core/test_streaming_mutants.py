@@ -20,7 +20,7 @@ import pytest
 
 from _hostile import footer_blob as blob
 from puffin import FileMetadata, InvalidFooterError, LimitExceededError, Limits
-from puffin.footer import PayloadError
+from puffin.footer import PayloadError, streaming
 from puffin.footer.streaming import parse_streaming, recursion_room
 
 #: Past this many JSON values a footer takes the streaming parser; a blob of ``blob()``
@@ -372,3 +372,102 @@ def test_a_repeated_optional_key_is_refused_when_other_blobs_lack_it(key: str) -
     error = refused(data)
     assert error.reason == f"duplicate key '{key}' in a JSON object"
     assert error.blob_index == 3
+
+
+# --- the fast paths: a well-formed footer never takes the exact re-reads ---------------------
+# Each shortcut below gives the same result as the exact path it skips (the tests above hold
+# the results); these hold that the shortcuts are taken, since a footer of thousands of blobs
+# read the exact way is many times slower.
+
+
+def decoded(data: bytes) -> Any:
+    decoder, _ = streaming._decoder()
+    return decoder.decode(data)
+
+
+#: Footers in which no blob repeats a key: optional keys in some blobs only, key names
+#: inside property keys and values, escaped or not, and file properties.
+_NO_REPEATS = [
+    payload(blob(), blob(compression_codec="zstd"), blob()),
+    payload(blob(properties={"a": "b"}), blob(), blob(compression_codec="lz4")),
+    payload(blob(), blob(properties={"a": "b"}), properties={"c": "d"}),
+    payload(blob(properties={"v": '\\"offset": "type": 1'}), blob(compression_codec="zstd")),
+    payload(blob(), properties={"x": '"properties": "compression-codec": {}'}),
+    payload(),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_NO_REPEATS)))
+def test_the_key_count_clears_a_footer_without_repeats(index: int) -> None:
+    data = _NO_REPEATS[index]
+    assert streaming._may_repeat_blob_keys(data, decoded(data)) is False
+
+
+@pytest.mark.parametrize("key", streaming._BLOB_KEYS)
+def test_the_key_count_flags_a_repeat_of_any_key(key: bytes) -> None:
+    data = payload(blob(compression_codec="zstd", properties={"a": "b"}), blob())
+    first = data.index(b'"type"')
+    value = {b"type": b'"t"', b"fields": b"[]", b"compression-codec": b'"lz4"',
+             b"properties": b"{}"}.get(key, b"1")
+    data = data[:first] + b'"' + key + b'": ' + value + b", " + data[first:]
+    # The decoder keeps the last value; the count still sees the key twice.
+    assert streaming._may_repeat_blob_keys(data, decoded(data)) is True
+    spaced = payload(blob(), blob()).replace(b'"offset":', b'"offset" :', 1)
+    assert streaming._may_repeat_blob_keys(spaced, decoded(spaced)) is True
+
+
+def test_only_a_blob_that_names_a_key_twice_is_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tricky = {"offset": "type"}  # passes the count only by the exact re-read
+    data = payload(blob(), blob(properties=tricky), blob(), blob(properties=tricky))
+    reread: list[bytes] = []
+    exact = streaming.parse_exact
+
+    def spy(chunk: bytes, limits: Limits) -> Any:
+        reread.append(chunk)
+        return exact(chunk, limits)
+
+    monkeypatch.setattr(streaming, "parse_exact", spy)
+    streaming._no_repeated_blob_keys(data, decoded(data), Limits())
+    assert len(reread) == 2 and all(b'"offset": "type"' in c for c in reread)
+
+
+@pytest.mark.parametrize(
+    "properties", [{"a": "b"}, {"k": "v", "long key": "x" * 40}, {}]
+)
+def test_short_lists_and_maps_are_decoded_without_the_exact_rules(
+    properties: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = payload(
+        blob(fields=[1, -(2**31), 2**31 - 1], properties=properties),
+        blob(fields=[]),
+        properties=properties,
+    )
+    expected = streaming.parse_exact(data, Limits())
+
+    def exact(*args: Any) -> Any:
+        raise AssertionError("a short, well-formed list or map took the exact rules")
+
+    monkeypatch.setattr(streaming, "json_cap_violation", exact)
+    monkeypatch.setattr(streaming, "parse_exact", exact)
+    got = parse_streaming(data, Limits())
+    assert got == expected
+
+
+def test_a_map_exactly_as_long_as_the_values_cap_is_decoded_directly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fast path takes a raw map of at most max_json_values bytes (it cannot hold more
+    # values than bytes): one of exactly that length is inside it.
+    raw = b'{"k": "v", "a": "b"}'
+    data = payload(blob(properties={"k": "v", "a": "b"}))
+    assert data.count(raw) == 1
+
+    def exact(*args: Any) -> Any:
+        raise AssertionError("the map at the size edge took the exact rules")
+
+    monkeypatch.setattr(streaming, "json_cap_violation", exact)
+    monkeypatch.setattr(streaming, "parse_exact", exact)
+    (got,) = parse_streaming(data, Limits(max_json_values=len(raw))).blobs
+    assert dict(got["properties"]) == {"k": "v", "a": "b"}

@@ -146,26 +146,32 @@ _BLOB_KEYS = (b"type", b"fields", b"snapshot-id", b"sequence-number", b"offset",
 _SPACE_BEFORE_COLON = re.compile(rb'"\s+:')
 
 
-def _no_repeated_blob_keys(data: bytes | bytearray, footer: Any, limits: Limits) -> None:
-    """Refuse a blob object that repeats a key (msgspec would keep the last value).
+def _may_repeat_blob_keys(data: bytes | bytearray, footer: Any) -> bool:
+    """Whether a blob may repeat a key: ``False`` only when none can.
 
     Each key's unescaped ``"key":`` tokens are counted over the whole payload (C speed)
     against the blobs that hold it (every blob a required key; an optional one only those
-    msgspec gave a value, and ``properties`` the footer too); only if some key appears more
-    often (a repeat, or the same name in a property or an unknown field) is each blob read
-    again, exactly, to find it.
+    msgspec gave a value, and ``properties`` the footer too). More tokens than that mean a
+    repeat, or the same name in a property or an unknown field.
     """
-    if _SPACE_BEFORE_COLON.search(data) is None:
-        blobs = len(footer.blobs)
-        held = dict.fromkeys(_BLOB_KEYS, blobs)
-        held[b"compression-codec"] = sum(b.compression_codec is not None for b in footer.blobs)
-        held[b"properties"] = sum(len(b.properties) > 0 for b in footer.blobs) + (
-            len(footer.properties) > 0
-        )
-        counts = {k: data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":')
-                  for k in _BLOB_KEYS}
-        if all(counts[k] <= held[k] for k in _BLOB_KEYS):
-            return
+    if _SPACE_BEFORE_COLON.search(data) is not None:
+        return True
+    held = dict.fromkeys(_BLOB_KEYS, len(footer.blobs))
+    held[b"compression-codec"] = sum(b.compression_codec is not None for b in footer.blobs)
+    held[b"properties"] = sum(len(b.properties) > 0 for b in footer.blobs) + (
+        len(footer.properties) > 0
+    )
+    return any(
+        data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":') > held[k]
+        for k in _BLOB_KEYS
+    )
+
+
+def _no_repeated_blob_keys(data: bytes | bytearray, footer: Any, limits: Limits) -> None:
+    """Refuse a blob object that repeats a key (msgspec would keep the last value): if the
+    token count says one may, each blob that names a key twice is read again, exactly."""
+    if not _may_repeat_blob_keys(data, footer):
+        return
     import msgspec
 
     shape = msgspec.defstruct("Raws", [("blobs", list[msgspec.Raw])])
