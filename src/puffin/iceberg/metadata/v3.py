@@ -101,11 +101,11 @@ class DeleteManifestWriterV3(ManifestWriterV2):
         from pyiceberg.manifest import ManifestEntry
 
         schema = self._with_partition(V3)
-        # pyiceberg's writer maps records with the v2 struct; v3 records keep the DV fields.
+        # pyiceberg's writer maps records with the v2 struct; v3 records keep the DV fields
+        # (with no record schema, the records are written by the file schema's own fields).
         return AvroOutputFile[ManifestEntry](
             output_file=self._output_file,
             file_schema=schema,
-            record_schema=schema,
             schema_name="manifest_entry",
             metadata=self._meta,
         )
@@ -209,7 +209,6 @@ class ManifestListWriterV3(ManifestListWriterV2):
         schema = MANIFEST_LIST_FILE_SCHEMAS[V3]
         self._writer = AvroOutputFile[ManifestFile](
             output_file=self._output_file,
-            record_schema=schema,
             file_schema=schema,
             schema_name="manifest_file",
             metadata=self._meta,
