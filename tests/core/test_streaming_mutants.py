@@ -393,6 +393,9 @@ _NO_REPEATS = [
     payload(blob(), blob(properties={"a": "b"}), properties={"c": "d"}),
     payload(blob(properties={"v": '\\"offset": "type": 1'}), blob(compression_codec="zstd")),
     payload(blob(), properties={"x": '"properties": "compression-codec": {}'}),
+    payload(blob(compression_codec="zstd"), blob(compression_codec="lz4"), blob()),
+    # Property keys ending in a key name: the JSON "a\"offset": holds "offset": escaped.
+    payload(blob(properties={'a"offset': "v", 'b"type': "w"}), blob()),
     payload(),
 ]
 
