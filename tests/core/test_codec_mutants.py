@@ -5,9 +5,11 @@ tools/mutation_report.py): frames of more than one 4 MiB output chunk (both LZ4 
 ``decompress`` and ``decompress_buffer``, and zstd), the exact frame Iceberg Java's
 settings produce, hand-made zstd frames (no checksum, RLE block, reserved block type,
 dictionary-id byte, truncations) checked against RFC 8878, the exact error messages, the
-per-thread zstd context and the codec registry.  The tests in test_limits.py that decode
-in a subprocess cannot see a mutant (the subprocess imports the unmutated package), which is
-why some of these repeat their inputs in-process.  Budget: about 1 s.
+per-thread zstd context, the codec registry, the bounded read that keeps a zstd frame's
+memory to its declared size and the exact buffer of ``decompress_buffer``.  The tests in
+test_limits.py that decode in a subprocess cannot see a mutant (the subprocess imports the
+unmutated package), which is why some of these repeat their inputs in-process.  Budget:
+about 1 s.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ A footer takes the streaming (msgspec) parser when its JSON holds more values th
 :meth:`FileMetadata.from_json` with a small ``max_json_values``, and through
 :func:`parse_streaming` itself for what only a payload past 16 MiB reaches (nesting that
 no cap measured first).  Results are compared with the exact parser on the same document;
-errors are pinned to their exact reason, ``field`` and ``blob_index``.  Budget: well under
+errors are pinned to their exact reason, ``field`` and ``blob_index``.  The shortcuts that
+spare a well-formed footer the exact re-reads (the key count, short lists and maps decoded
+directly) are held to being taken, through the module's own functions.  Budget: well under
 1 s.
 """
 

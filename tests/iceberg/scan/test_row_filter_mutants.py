@@ -5,7 +5,8 @@
 A sample table of 200 rows in two files (nulls in ``user_name`` and ``amount``, a ``uuid``
 column).  The rows :func:`matching_by_file` and :func:`scan_table` select are compared with
 pyarrow's compute functions applied to each data file as Parquet holds it; mistakes are
-pinned to their exact message.
+pinned to their exact message; what is read (the files the metrics leave, the columns the
+condition names) is recorded by wrapping the module's own functions.
 """
 
 from __future__ import annotations
