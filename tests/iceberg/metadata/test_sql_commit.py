@@ -4,11 +4,13 @@ pyiceberg's staging, without re-reading unchanged metadata, and a moved table st
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.io import OutputFile
+from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import Table
 from pyiceberg.table.update import (
     RemovePropertiesUpdate,
@@ -204,3 +206,31 @@ def test_a_sorted_table_takes_commits(tmp_path: Path) -> None:
     table = delete_rows(table, "id = 2").table
     assert table.sort_order().fields[0].source_id == 1
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 3]
+
+
+class RecordingFileIO(PyArrowFileIO):
+    """pyarrow's FileIO, noting every file it is asked to write: what a table whose
+    ``py-io-impl`` property names it uses instead of the catalog's."""
+
+    written: ClassVar[list[str]] = []
+
+    def new_output(self, location: str) -> OutputFile:
+        RecordingFileIO.written.append(location)
+        return super().new_output(location)
+
+
+def test_the_metadata_file_is_written_by_the_tables_own_file_io(tmp_path: Path) -> None:
+    catalog = local_catalog(tmp_path)
+    catalog.create_namespace_if_not_exists("db")
+    impl = f"{RecordingFileIO.__module__}.{RecordingFileIO.__qualname__}"
+    table = catalog.create_table(
+        "db.t", pa.schema([("id", pa.int64())]), properties={"py-io-impl": impl}
+    )
+    assert isinstance(table.io, RecordingFileIO)
+    RecordingFileIO.written.clear()
+    table = upgrade_to_v3(table)
+    table = append(table, pa.table({"id": pa.array([1, 2], pa.int64())}), statistics="none")
+    table = delete_rows(table, "id = 1").table
+    metadata_files = [w for w in RecordingFileIO.written if w.endswith(".metadata.json")]
+    assert len(metadata_files) == 3 and metadata_files[-1] == table.metadata_location
+    assert table.catalog.load_table("db.t").scan().to_arrow()["id"].to_pylist() == [2]
