@@ -362,6 +362,19 @@ def test_the_literal_named_first_of_a_refused_set_is_the_same_every_run(setup: S
 # delete that opens every file or reads every column gets slower with each append.
 
 
+def _columns_read(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The columns of each data file the row filter reads, noted as they are evaluated."""
+    read: list[list[str]] = []
+    rows_matching = row_filter.rows_matching
+
+    def spy(data: Any, file_filter: Any) -> Any:
+        read.append(data.column_names)
+        return rows_matching(data, file_filter)
+
+    monkeypatch.setattr(row_filter, "rows_matching", spy)
+    return read
+
+
 @pytest.mark.parametrize(
     ("where", "columns"),
     [
@@ -374,14 +387,7 @@ def test_the_literal_named_first_of_a_refused_set_is_the_same_every_run(setup: S
 def test_only_the_columns_the_condition_names_are_read(
     setup: Setup, where: str, columns: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read: list[list[str]] = []
-    rows_matching = row_filter.rows_matching
-
-    def spy(data: Any, file_filter: Any) -> Any:
-        read.append(data.column_names)
-        return rows_matching(data, file_filter)
-
-    monkeypatch.setattr(row_filter, "rows_matching", spy)
+    read = _columns_read(monkeypatch)
     bound = bind_where(setup.table, where.format(session=setup.session))
     for planned in setup.planned:
         matching_positions(setup.table, planned, bound)
@@ -424,14 +430,7 @@ def test_a_condition_on_a_struct_field_reads_its_top_level_column(
     table.append(data)
     table = table.catalog.load_table("db.points")
     (planned,) = plan_files(table, table.current_snapshot())
-    read: list[list[str]] = []
-    rows_matching = row_filter.rows_matching
-
-    def spy(data: Any, file_filter: Any) -> Any:
-        read.append(data.column_names)
-        return rows_matching(data, file_filter)
-
-    monkeypatch.setattr(row_filter, "rows_matching", spy)
+    read = _columns_read(monkeypatch)
     found = matching_positions(table, planned, bind_where(table, "p.x = 5"))
     assert found.tolist() == [i for i, x in enumerate(xs) if x == 5]
     assert read == [["p"]]
