@@ -424,7 +424,7 @@ def test_the_key_count_flags_a_repeat_of_any_key(key: bytes) -> None:
 def test_only_a_blob_that_names_a_key_twice_is_read_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tricky = {"offset": "type"}  # passes the count only by the exact re-read
+    tricky = {"offset": "type"}  # more "offset": tokens than blobs: the count sends it on
     data = payload(blob(), blob(properties=tricky), blob(), blob(properties=tricky))
     reread: list[bytes] = []
     exact = streaming.parse_exact
