@@ -25,6 +25,7 @@ Goals from the issue: the incremental statistics part at least 5× faster than t
 its process at most 256 MiB peak RSS, and our append at most 1.2× pyiceberg's.
 
 Run: ``.venv/bin/python bench/bench_append.py [--rows 10000000] [--append 1000000] [--runs 3]``
+(``--smoke``: 40,000 rows, 10,000 appended, one run)
 """
 
 from __future__ import annotations
@@ -150,7 +151,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--append", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.append, args.runs = 40_000, 10_000, 1
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     jobs = {"baseline": "v3", "incremental": "v3", "full": "v3", "default": "v3", "ours": "v3",
             "pyiceberg": "v2"}

@@ -28,6 +28,7 @@ row group read until the reader is done, so that reader's memory grows with the 
 buffers per row group (32 MiB by default, or ``write.parquet.row-group-limit`` rows).
 
 Run: ``.venv/bin/python bench/bench_append_memory.py [--rows 5000000] [--runs 3]``
+(``--smoke``: 20,000 rows, one run)
 """
 
 from __future__ import annotations
@@ -145,7 +146,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.runs = 20_000, 1
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     results: dict[str, list[dict[str, Any]]] = {job: [] for job in JOBS}
     with tempfile.TemporaryDirectory(prefix="bench-append-memory-") as tmp:

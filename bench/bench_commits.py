@@ -19,6 +19,7 @@ median shows what maintenance gives back.
 without merging (the table of the issue).
 
 Run (after ``make peers``): ``.venv/bin/python bench/bench_commits.py [--commits 1000]``
+(``--smoke``: 20,000 rows, 20 commits, one Java run)
 """
 
 from __future__ import annotations
@@ -115,7 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-merge", action="store_true")
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args(argv)
+    if args.smoke:  # 20 commits: the first 20 and the last 20 are then the same
+        global ROWS
+        ROWS, args.commits, args.runs = 20_000, 20, 1
     print(_load(), flush=True)
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="bench-commits-") as tmp:

@@ -4,7 +4,8 @@
    beside pyiceberg's ``PuffinFile`` on the same file (which needs the whole file in memory).
 2. Writing 1 GiB of blobs: peak RSS above the interpreter's baseline.
 
-Run: ``.venv/bin/python bench/bench_container.py [--runs 7] [--gib 1]``
+Run: ``.venv/bin/python bench/bench_container.py [--runs 7] [--gib 1]`` (``--smoke``: 200
+blobs, 8 MiB written, one run)
 """
 
 from __future__ import annotations
@@ -152,7 +153,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--gib", type=float, default=1.0)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        global BLOBS
+        BLOBS, args.runs, args.gib = 200, 1, 8 / 1024
 
     rows = bench_read(args.runs)
     ref = rows[-1]["median_ms"]

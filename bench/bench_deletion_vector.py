@@ -1,6 +1,7 @@
 """Deletion vectors: decode and encode 10 million positions against pyroaring and pyiceberg.
 
 Run: ``.venv/bin/python bench/bench_deletion_vector.py [--positions N] [--runs R]``
+(``--smoke``: 100,000 positions, one run)
 
 Compared in one run, medians of several runs:
 
@@ -142,7 +143,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--pyiceberg-runs", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.positions, args.runs, args.pyiceberg_runs = 100_000, 1, 1
 
     positions = make_positions(args.positions)
     payload = DeletionVector(positions).serialize()

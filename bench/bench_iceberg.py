@@ -13,6 +13,7 @@ catalog, 8 Parquet data files.  Side by side in one run, medians of several runs
   process, which wrote the table, is large, and a child's ``ru_maxrss`` can start from it).
 
 Run: ``.venv/bin/python bench/bench_iceberg.py [--rows 10000000] [--files 8] [--runs 3]``
+(``--smoke``: 20,000 rows in 2 files, one run)
 """
 
 from __future__ import annotations
@@ -108,7 +109,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.files, args.runs = 20_000, 2, 1
 
     with tempfile.TemporaryDirectory(prefix="puffin-bench-iceberg-") as tmp:
         start = time.perf_counter()

@@ -14,6 +14,7 @@ The table of bench_iceberg.py: 10 million rows of 4 columns (long, int, double, 
   Java's merge-on-read ``DELETE`` in a warm session (the JVM's peak over that session).
 
 Run (after ``make peers``): ``.venv/bin/python bench/bench_java.py [--rows 10000000] [--runs 3]``
+(``--smoke``: 20,000 rows in 2 files, one run)
 """
 
 from __future__ import annotations
@@ -190,7 +191,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.files, args.runs = 20_000, 2, 1
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench-java-") as tmp:
         folder = Path(tmp)

@@ -26,6 +26,7 @@ snapshots (small appends, pyiceberg's manifest merging on so that building it st
 
 Run (after ``make peers``, on an idle machine):
 ``.venv/bin/python bench/bench_maintenance.py [--rows 10000000] [--files 20] [--runs 3]``
+(``--smoke``: 20,000 rows in 4 files, 5 delete commits, 10 snapshots, one run)
 """
 
 from __future__ import annotations
@@ -150,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--snapshots", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args(argv)
+    if args.smoke:
+        global COMMITS
+        COMMITS, args.rows, args.files, args.runs, args.snapshots = 5, 20_000, 4, 1, 10
     print(_load(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-maint-") as tmp:
         folder = Path(tmp)

@@ -15,6 +15,7 @@ contender's median CPU seconds (user + system, all threads) and peak RSS (``ru_m
 both of the child process.
 
 Run: ``.venv/bin/python bench/bench_ndv.py [--rows 10000000] [--runs 5] [--keep DIR]``
+(``--smoke``: 20,000 rows, 2 data files, one run)
 """
 
 from __future__ import annotations
@@ -145,7 +146,11 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="folder for (and reuse of) the data")
     parser.add_argument("--only", choices=("file", "table"), help="run one of the two pairs")
     parser.add_argument("--prepare", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.runs, args.files = 20_000, 1, 2
     if args.prepare is not None:
         prepare(args.prepare, args)
         return 0

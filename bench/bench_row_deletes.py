@@ -17,6 +17,7 @@ beside the same scan of the table before any delete.
 The load average is printed before and after: the figures mean little on a busy machine.
 
 Run: ``.venv/bin/python bench/bench_row_deletes.py [--rows 10000000] [--files 20] [--runs 3]``
+(``--smoke``: 20,000 rows in 2 files, one run)
 """
 
 from __future__ import annotations
@@ -159,7 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.rows, args.files, args.runs = 20_000, 2, 1
     print(_load())
     with tempfile.TemporaryDirectory(prefix="bench-row-deletes-") as tmp:
         folder = Path(tmp)

@@ -6,7 +6,8 @@ behind pyiceberg's PyArrowFileIO, or pyiceberg's FsspecFileIO.  The file is the 
 bench_container.py: 10,000 blobs of 4 KiB.  pyiceberg 0.12 reads Puffin files with
 ``PuffinFile(bytes)``, so it downloads the object whole.
 
-Run: ``.venv/bin/python bench/bench_s3.py [--runs 5]`` (needs the test extra: moto, s3fs).
+Run: ``.venv/bin/python bench/bench_s3.py [--runs 5]`` (needs the test extra: moto, s3fs;
+``--smoke``: 200 blobs, one run).
 """
 
 from __future__ import annotations
@@ -88,7 +89,12 @@ def measure(server: CountingS3Server, fn: Callable[[], None], runs: int) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        global BLOBS
+        BLOBS, args.runs = 200, 1
     from pyiceberg.io.fsspec import FsspecFileIO
     from pyiceberg.io.pyarrow import PyArrowFileIO
 

@@ -16,6 +16,7 @@ as generated). Then ``to_arrow_batch_reader`` in a child process per state: its 
 growth over the RSS after planning, against the Arrow size of one row group.
 
 Run: ``.venv/bin/python bench/bench_scan.py [--rows 10000000] [--files 20] [--runs 3]``
+(``--smoke``: 20,000 rows in 2 files, one run)
 """
 
 from __future__ import annotations
@@ -130,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.rows, args.files, args.runs = 20_000, 2, 1
     print(_load(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
         folder = Path(tmp)

@@ -17,6 +17,7 @@ reports medians.  The data is generated once with Spark into ``bench/results/spa
 
     python bench/bench_spark.py                 # 20M rows, 5 rounds
     python bench/bench_spark.py --rows 2000000 --rounds 3
+    python bench/bench_spark.py --smoke         # 20,000 rows in a temporary folder, 1 round
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -56,14 +58,20 @@ def main() -> int:
     parser.add_argument(
         "--data", default=str(Path(__file__).parent / "results"), help="folder for the data"
     )
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    scratch = tempfile.TemporaryDirectory(prefix="bench-spark-") if args.smoke else None
+    if scratch is not None:
+        args.rows, args.rounds, args.data = 20_000, 1, scratch.name
 
     from pyspark.sql import functions as F
 
     from puffin import spark as ps
 
     spark = ps.local_session(args.master, memory="2g", app_name="bench-spark")
-    path = Path(args.data) / f"spark-{args.rows // 1_000_000}m"
+    millions, rest = divmod(args.rows, 1_000_000)
+    path = Path(args.data) / (f"spark-{millions}m" if not rest else f"spark-{args.rows}")
     marker = path / "_SUCCESS"
     if not marker.exists():
         print(f"generating {args.rows:,} rows into {path} ...", flush=True)

@@ -14,7 +14,8 @@ every file) from a fresh v3 copy per run (``puffin.spark.delete_rows`` against J
 merge-on-read ``DELETE``); both must delete the same rows.
 
 Run (after ``make peers``):
-``.venv/bin/python bench/bench_spark_java.py [--rows 10000000] [--runs 3]``
+``.venv/bin/python bench/bench_spark_java.py [--rows 10000000] [--runs 3]`` (``--smoke``:
+20,000 rows in 2 files, one run)
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:
+        args.rows, args.files, args.runs = 20_000, 2, 1
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     times: dict[str, list[float]] = {}
     counts: dict[str, int] = {}

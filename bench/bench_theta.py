@@ -1,6 +1,7 @@
 """Theta sketch build speed: puffin (vectorized) against a datasketches update loop.
 
     python bench/bench_theta.py [--n 10000000] [--runs 3] [--types long,int,double,date,string]
+    python bench/bench_theta.py --smoke   # 200,000 values, one run: the tests' quick check
 
 For each column type, in one run and on the same values (runs interleaved): the time to build
 a sketch with
@@ -32,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from puffin import ThetaSketch
-from puffin.blobs.single_value import _distinct as single_value
+from puffin.blobs.single_value import distinct as single_value
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
@@ -98,6 +99,8 @@ def _bench_one(
         )
     else:
         same = "n/a (other bytes)"
+    if same == "NO":
+        raise SystemExit(f"{name}: the datasketches loop's sketch differs from ours")
     w = {k: statistics.median(v) for k, v in walls.items()}
     c = {k: statistics.median(v) for k, v in cpus.items()}
     rate = n / 1e6
@@ -113,7 +116,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--types", default="long,int,double,date,date-nodedupe,string")
+    parser.add_argument("--smoke", action="store_true",
+                        help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args()
+    if args.smoke:  # enough dates (2 x their 60,000-day span) for the de-duplication path
+        args.n, args.runs = 200_000, 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
