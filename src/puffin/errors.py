@@ -24,10 +24,13 @@ the Iceberg and the Spark integrations.  The CLI maps each branch to an exit sta
       TableError                an Iceberg table, catalog or snapshot       exit 1
         NotFoundError           a catalog, table, snapshot or statistics file is missing
           CatalogNotFoundError, TableNotFoundError, SnapshotNotFoundError,
-          StatisticsNotFoundError
+          StatisticsNotFoundError, TableFileNotFoundError
         UnsupportedTableError   a table feature this library does not handle
         TableMetadataError      table metadata that breaks the Iceberg spec
         CommitConflictError     a commit lost to concurrent commits, after retries
+        WrittenFileGoneError    a file a write produced vanished before its commit
+        NewerMetadataError      metadata newer than the catalog's current one: orphan
+                                cleanup refuses
         CatalogLockedError      the embedded catalog's database stayed locked by another
                                 process for longer than the wait, after retries
 
@@ -57,6 +60,7 @@ __all__ = [
     "JavaNotFoundError",
     "LimitExceededError",
     "MissingDependencyError",
+    "NewerMetadataError",
     "NotFoundError",
     "PuffinError",
     "PythonWorkerError",
@@ -65,12 +69,14 @@ __all__ = [
     "StatisticsNotFoundError",
     "StorageError",
     "TableError",
+    "TableFileNotFoundError",
     "TableMetadataError",
     "TableNotFoundError",
     "ThetaSketchError",
     "UnknownCodecError",
     "UnsupportedTableError",
     "UsageError",
+    "WrittenFileGoneError",
 ]
 
 _E = TypeVar("_E", bound="PuffinError")
@@ -251,6 +257,10 @@ class StatisticsNotFoundError(NotFoundError):
     """The snapshot has no statistics file."""
 
 
+class TableFileNotFoundError(NotFoundError):
+    """A file the table's metadata references is missing (the message names it)."""
+
+
 class UnsupportedTableError(TableError, NotImplementedError):
     """The table uses a feature this library does not handle (the message says which)."""
 
@@ -264,6 +274,19 @@ class CommitConflictError(TableError):
 
     Nothing it wrote is left behind.
     """
+
+
+class WrittenFileGoneError(TableError):
+    """A file a write produced was gone before its commit (an orphan cleanup run beside the
+    writer with too short a grace period, most often). Nothing was committed and the write's
+    other files were removed; the message names the file."""
+
+
+class NewerMetadataError(TableError):
+    """The table's metadata folder holds a metadata file numbered above the catalog's current
+    one that is no commit in flight (another catalog or a copy of the warehouse writes
+    there, or a failed commit left it): orphan cleanup refuses, since what that file
+    references would look orphaned. The message names the file."""
 
 
 class CatalogLockedError(TableError):

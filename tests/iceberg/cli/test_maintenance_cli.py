@@ -123,7 +123,8 @@ def test_remove_orphans_is_a_dry_run_by_default(warehouse: tuple[str, Any]) -> N
     assert [Path(f["path"]).name for f in doc["files"]] == ["stray.parquet"]
     assert doc["deleted"] is False and stray.exists()
     status, out, _ = _run(
-        "remove-orphans", "db.t", "--warehouse", wh, "--older-than", "0s", "--delete"
+        "remove-orphans", "db.t", "--warehouse", wh, "--older-than", "0s", "--delete",
+        "--allow-short-grace-period",
     )
     assert status == 0 and "removed 1 orphan file(s)" in out and not stray.exists()
 

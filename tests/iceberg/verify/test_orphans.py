@@ -1,4 +1,4 @@
-"""Files nothing references: verify_table warns, clean-orphans lists then removes.
+"""Files nothing references: verify_table warns, remove-orphans lists then removes.
 
 Before, an uncommitted deletion-vector job or a replaced statistics file left a ``.puffin``
 or ``.stats`` file in the table's folders that no reader opens and nothing removed, and
@@ -28,7 +28,8 @@ from puffin.iceberg import (
     write_table_deletion_vectors,
 )
 from puffin.iceberg.maintenance.orphans import remove_orphan_files
-from puffin.iceberg.verify.orphans import find_orphans, parse_age
+from puffin.iceberg.metadata.retention import parse_age
+from puffin.iceberg.verify.orphans import find_orphans
 from tests.cli.test_cli import check_shape, documented_shape
 
 
@@ -59,20 +60,20 @@ def test_verify_warns_and_clean_orphans_removes_only_orphans(
     assert out.count("warning: orphan") == 2 and "OK" in out
 
     # A dry run by default, and young files are kept (a commit may be in flight).
-    assert main(["table", "clean-orphans", "db.t", *wh, "--json"]) == 0
+    assert main(["table", "remove-orphans", "db.t", *wh, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    # The earlier name answers with its own name in the shape of remove-orphans.
-    check_shape(
-        {**doc, "command": "table remove-orphans"}, documented_shape("table-remove-orphans")
-    )
-    assert (doc["command"], doc["deleted"], doc["files"]) == ("table clean-orphans", False, [])
-    assert main(["table", "clean-orphans", "db.t", *wh, "--older-than", "0s"]) == 0
+    check_shape(doc, documented_shape("table-remove-orphans"))
+    assert (doc["command"], doc["deleted"], doc["files"]) == ("table remove-orphans", False, [])
+    assert main(["table", "remove-orphans", "db.t", *wh, "--older-than", "0s"]) == 0
     assert "would remove 2 orphan" in capsys.readouterr().out
     assert all(os.path.exists(p) for p in orphans)
 
     referenced = {s.statistics_path for s in table.metadata.statistics}
     before = table.scan().to_arrow().num_rows
-    assert main(["table", "clean-orphans", "db.t", *wh, "--older-than", "0s", "--delete"]) == 0
+    assert main(["table", "remove-orphans", "db.t", *wh, "--older-than", "0s", "--delete"]) == 2
+    assert "allow-short-grace-period" in capsys.readouterr().err
+    short = ["--older-than", "0s", "--delete", "--allow-short-grace-period"]
+    assert main(["table", "remove-orphans", "db.t", *wh, *short]) == 0
     assert "removed 2 orphan" in capsys.readouterr().out
     assert not any(os.path.exists(p) for p in orphans)
     assert all(os.path.exists(p.removeprefix("file://")) for p in referenced)
@@ -117,7 +118,7 @@ def test_every_kind_of_file_is_covered_and_hidden_files_are_not(tmp_path: Path) 
         "data": data.with_name("00000-0-killed.parquet"),
         "manifest": manifest.with_name("killed-m0.avro"),
         "manifest-list": manifest_list.with_name("snap-1-killed.avro"),
-        "metadata": root / "metadata" / "99999-killed.metadata.json",
+        "metadata": root / "metadata" / "00001-killed.metadata.json",  # below the current
         "delete": root / "data" / "killed-deletes.puffin",
         "statistics": root / "metadata" / "1-killed.stats",
     }
@@ -126,7 +127,9 @@ def test_every_kind_of_file_is_covered_and_hidden_files_are_not(tmp_path: Path) 
     (root / "data" / f".{data.name}.crc").write_bytes(b"crc")
     found = {o.path: o.kind for o in find_orphans(table)}
     assert found == {str(p): kind for kind, p in strays.items()}
-    removed = remove_orphan_files(table, older_than=datetime.timedelta(0)).removed
+    removed = remove_orphan_files(
+        table, older_than=datetime.timedelta(0), allow_short_grace_period=True
+    ).removed
     assert len(removed) == len(strays) and (root / "data" / f".{data.name}.crc").exists()
     assert verify_table(table.refresh()).ok
     assert table.refresh().scan().to_arrow().num_rows == table.scan().to_arrow().num_rows

@@ -157,7 +157,7 @@ def test_a_read_only_warehouse_serves_readers_and_refuses_writers(
     warehouse = tmp_path
     upgrade_to_v3(create_sample_table(local_catalog(warehouse), "db.t", rows=100, files=1))
     w = ["--warehouse", str(warehouse)]
-    for args in (["verify", "db.t"], ["dv", "db.t"], ["clean-orphans", "db.t"],
+    for args in (["verify", "db.t"], ["dv", "db.t"], ["remove-orphans", "db.t"],
                  ["stats", "show", "db.t"]):
         result = _read_only(warehouse, "table", *args, *w)
         assert result.returncode in (0, 1), result.stderr  # stats show: none computed yet

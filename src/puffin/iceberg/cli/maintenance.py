@@ -1,4 +1,4 @@
-"""``puffin table remove-orphans`` (also ``clean-orphans``) and ``puffin table expire``: files
+"""``puffin table remove-orphans`` and ``puffin table expire``: files
 in a table's folders that nothing references, and snapshots past their age.
 
 A dry run by default: it lists what it would remove.  ``--delete`` removes them; files
@@ -46,7 +46,7 @@ reached. A file outside the table's locations is never deleted: it is listed as 
 def add_maintenance_commands(
     groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
 ) -> None:
-    """Add ``remove-orphans``, ``clean-orphans`` and ``expire`` to ``puffin table``."""
+    """Add ``remove-orphans`` and ``expire`` to ``puffin table``."""
     expire = groups.add_parser(
         "expire",
         help="remove old snapshots and delete the files only they reached",
@@ -66,31 +66,38 @@ def add_maintenance_commands(
     )
     expire.add_argument("--json", action="store_true", help="print JSON")
     expire.set_defaults(func=lambda args: _run_expire(args, open_table(args)))
-    for name in ("remove-orphans", "clean-orphans"):  # clean-orphans: the older name
-        clean = groups.add_parser(
-            name,
-            help="list (or --delete) files in the table's folders that nothing references",
-            parents=parents(),
-            epilog=_EPILOG.replace("remove-orphans", name),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        clean.add_argument("table", help="table identifier, e.g. db.events")
-        clean.add_argument(
-            "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
-        )
-        clean.add_argument("--delete", action="store_true", help="remove them (default: list)")
-        clean.add_argument("--json", action="store_true", help="print JSON")
-        clean.set_defaults(
-            func=lambda args: _run_clean(args, open_table(args)), orphans_command=name
-        )
+    clean = groups.add_parser(
+        "remove-orphans",
+        help="list (or --delete) files in the table's folders that nothing references",
+        parents=parents(),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    clean.add_argument("table", help="table identifier, e.g. db.events")
+    clean.add_argument(
+        "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
+    )
+    clean.add_argument("--delete", action="store_true", help="remove them (default: list)")
+    clean.add_argument(
+        "--allow-short-grace-period",
+        action="store_true",
+        help="let --delete use an --older-than under 24 hours (only when no writer runs)",
+    )
+    clean.add_argument("--json", action="store_true", help="print JSON")
+    clean.set_defaults(func=lambda args: _run_clean(args, open_table(args)))
 
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.orphans import remove_orphan_files
-    from puffin.iceberg.verify.orphans import parse_age
+    from puffin.iceberg.metadata.retention import parse_age
 
     age = parse_age(args.older_than)
-    result = remove_orphan_files(table, older_than=age, dry_run=not args.delete)
+    result = remove_orphan_files(
+        table,
+        older_than=age,
+        dry_run=not args.delete,
+        allow_short_grace_period=args.allow_short_grace_period,
+    )
     found = result.removed
     if args.json:
         doc = {
@@ -107,7 +114,7 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
                 for o in found
             ],
         }
-        print_json(f"table {args.orphans_command}", doc)
+        print_json("table remove-orphans", doc)
         return 0
     verb = "removed" if args.delete else "would remove"
     for o in found:
@@ -123,7 +130,7 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
 
 def _run_expire(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.expire import expire_snapshots
-    from puffin.iceberg.verify.orphans import parse_age
+    from puffin.iceberg.metadata.retention import parse_age
 
     age = parse_age(args.older_than) if args.older_than else None
     result = expire_snapshots(

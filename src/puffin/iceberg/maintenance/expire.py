@@ -12,7 +12,6 @@ table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from puffin.iceberg.metadata.commits import main_branch_requirements, with_retri
 from puffin.iceberg.metadata.retention import (
     MAX_AGE_PROPERTY,
     MIN_KEEP_PROPERTY,
+    OlderThan,
     cutoff_ms_of,
     expired_snapshots,
 )
@@ -58,15 +58,16 @@ class ExpireResult:
 def expire_snapshots(
     table: Table,
     *,
-    older_than: datetime.datetime | datetime.timedelta | None = None,
+    older_than: OlderThan | None = None,
     retain_last: int | None = None,
     allow_prefixes: Iterable[str] = (),
 ) -> ExpireResult:
     """Remove the snapshots older than ``older_than`` and delete the files only they reached.
 
-    ``older_than`` is a point in time or an age (default: the table's
-    ``history.expire.max-snapshot-age-ms``, else 5 days); ``retain_last`` the ancestors of
-    each branch always kept (default: ``history.expire.min-snapshots-to-keep``, else 1).
+    ``older_than`` is an aware point in time, an age, or a duration such as ``"5d"``
+    (default: the table's ``history.expire.max-snapshot-age-ms``, else 5 days);
+    ``retain_last`` the ancestors of each branch always kept (default:
+    ``history.expire.min-snapshots-to-keep``, else 1).
     Snapshots that branches and tags point at are kept. ``allow_prefixes``: locations
     outside the table whose files may be deleted too (another table's folder is never
     deleted from otherwise).

@@ -1,31 +1,56 @@
-"""Removing orphan files: :func:`remove_orphan_files`.
+"""Removing orphan files: :func:`remove_orphan_files`, safe beside running writers.
 
 An orphan is a file under the table's location that nothing in its metadata references
 (:func:`puffin.iceberg.verify.orphans.find_orphans`): what a write killed before its commit,
-a commit whose outcome was unknown or a replaced statistics file leaves. Only files older
-than a grace period are chosen (3 days, as Iceberg Java's ``DeleteOrphanFiles``), so a
-commit still in flight keeps what it has just written, and the references are read again
-right before anything is removed. Every delete goes through the guard
-(:mod:`puffin.iceberg.maintenance.guard`): a symlink inside the table whose target lies
-outside is reported, never followed.
+a commit whose outcome was unknown or a replaced statistics file leaves. A writer's files
+look exactly like orphans until its commit lands, so four rules keep a live table whole:
+
+* **a grace period**: only files older than ``older_than`` (3 days by default, as Iceberg
+  Java's ``DeleteOrphanFiles``) are candidates, and under 24 hours the caller must say
+  ``allow_short_grace_period=True`` (Java's ``remove_orphan_files`` procedure refuses such a
+  period outright and sends the user to its action API);
+* **newer metadata**: a metadata file numbered above the catalog's current one is never
+  deleted, nor anything it reaches; one that is no commit in flight (older than the grace
+  period or ten minutes, or with a history the catalog does not know: another catalog, a
+  copied warehouse) makes the cleanup refuse with :class:`~puffin.errors.NewerMetadataError`;
+* **set aside, read again, then delete**: candidates are renamed aside
+  (:mod:`puffin.iceberg.maintenance.guard`), the references are read again from the catalog
+  and the metadata folder, and a file referenced by then is put back. A commit that checked
+  its files before the rename has written its metadata file by then, so it is seen;
+* **writers check**: every commit of this library checks, after writing its metadata file and
+  before the catalog swap, that the files it adds still exist
+  (:mod:`puffin.iceberg.metadata.presence`), and otherwise fails with nothing committed.
+
+Every delete goes through the guard: a symlink inside the table whose target lies outside is
+reported, never followed.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from puffin.errors import UsageError
-from puffin.iceberg.maintenance.guard import Deletions, TableLocations
+from puffin.errors import NewerMetadataError, UsageError
+from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
+from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
+from puffin.iceberg.metadata.versions import metadata_version, newer_metadata
 from puffin.iceberg.verify.orphans import DEFAULT_OLDER_THAN, Orphan, find_orphans, referenced_files
-from puffin.io.locations import location_key
+from puffin.io.locations import local_path, location_key
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-__all__ = ["OrphanResult", "remove_orphan_files"]
+__all__ = ["MIN_GRACE_PERIOD", "OrphanResult", "remove_orphan_files"]
+
+#: A shorter grace period needs ``allow_short_grace_period=True``.
+MIN_GRACE_PERIOD = datetime.timedelta(hours=24)
+#: A newer metadata file written longer ago than this is no commit in flight.
+IN_FLIGHT_WINDOW = datetime.timedelta(minutes=10)
+# Reads of the references, when commits that failed meanwhile took their files away.
+_READS = 3
 
 
 @dataclass(frozen=True)
@@ -41,17 +66,28 @@ class OrphanResult:
     deleted: dict[str, tuple[int, int]]
     #: orphans the guard keeps: they resolve outside the table's locations
     skipped_outside_table: list[str]
+    #: orphans kept because a commit referenced them while the cleanup ran
+    kept_referenced: list[str] = field(default_factory=list)
+    #: files an interrupted cleanup had set aside, put back first (a dry run lists them)
+    restored: list[str] = field(default_factory=list)
 
 
 def remove_orphan_files(
     table: Table,
     *,
-    older_than: datetime.timedelta = DEFAULT_OLDER_THAN,
+    older_than: OlderThan = DEFAULT_OLDER_THAN,
     dry_run: bool = False,
     allow_prefixes: Iterable[str] = (),
+    allow_short_grace_period: bool = False,
 ) -> OrphanResult:
     """Delete the files under the table's location that nothing references and that are
     older than ``older_than`` (``dry_run``: only list them).
+
+    ``older_than`` is a ``timedelta``, an aware ``datetime`` or a duration such as ``"3d"``;
+    a grace period under 24 hours deletes only with ``allow_short_grace_period=True`` (a
+    writer's files are orphans until its commit lands). Raises
+    :class:`~puffin.errors.NewerMetadataError` when the metadata folder holds metadata newer
+    than the catalog's that is no commit in flight (see the module's docstring).
 
     Example::
 
@@ -59,28 +95,116 @@ def remove_orphan_files(
         for orphan in result.orphans:
             print(orphan.kind, orphan.path, orphan.size)
     """
-    if older_than < datetime.timedelta(0):
-        raise UsageError("older_than must not be negative")
+    cutoff = cutoff_of(older_than)
+    grace = datetime.datetime.now(datetime.timezone.utc) - cutoff
+    if grace < MIN_GRACE_PERIOD and not dry_run and not allow_short_grace_period:
+        raise UsageError(
+            f"a grace period of {grace} (under 24 hours) can delete the files of a commit "
+            "still in flight; pass allow_short_grace_period=True (--allow-short-grace-period "
+            "on the command line) only when no writer can be running"
+        )
     table = table.refresh()
-    cutoff = datetime.datetime.now(datetime.timezone.utc) - older_than
-    chosen = [o for o in find_orphans(table) if o.modified <= cutoff]
-    locations = TableLocations.of(table, allow_prefixes)
+    protected = _protected(table, grace)
+    deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
+    restored = _restore_set_aside(table, deletions, dry_run)
+    chosen = [o for o in find_orphans(table, protected) if o.modified <= cutoff]
     if dry_run or not chosen:
-        kept = [o.path for o in chosen if not locations.owns(o.path)]
-        return OrphanResult(chosen, dry_run, [o for o in chosen if o.path not in kept], {}, kept)
-    table = table.refresh()
-    still = referenced_files(table)
-    deletions = Deletions(table, locations)
-    removed = [
-        o
-        for o in chosen
-        # not registered by a commit meanwhile, and inside the table
-        if location_key(o.path) not in still and deletions.delete(o.path, o.kind)
-    ]
+        kept = [o.path for o in chosen if not deletions.locations.owns(o.path)]
+        removed = [o for o in chosen if o.path not in kept]
+        return OrphanResult(chosen, dry_run, removed, {}, kept, restored=restored)
+    aside = [(o, deletions.set_aside(o.path)) for o in chosen]
+    removed, kept_referenced = _finish(table, grace, deletions, aside)
     return OrphanResult(
         chosen,
         dry_run,
         removed,
         {k: (v[0], v[1]) for k, v in sorted(deletions.deleted.items())},
         deletions.skipped_outside_table,
+        kept_referenced,
+        restored,
     )
+
+
+def _finish(
+    table: Table,
+    grace: datetime.timedelta,
+    deletions: Deletions,
+    aside: list[tuple[Orphan, str | None]],
+) -> tuple[list[Orphan], list[str]]:
+    """Read the references again, put back what a commit took meanwhile, delete the rest.
+    Any failure or interrupt before the deletes puts every set-aside file back."""
+    pending = {location_key(o.path): (o, a) for o, a in aside if a is not None}
+    kept: list[str] = []
+
+    def put_back(location: str) -> None:  # a manifest a commit in flight needs, to be read
+        found = pending.pop(location_key(location), None)
+        if found is not None:
+            deletions.restore(found[1], _local(found[0].path))
+            kept.append(found[0].path)
+
+    try:
+        again = _protected(table.refresh(), grace, before_read=put_back)
+    except BaseException:
+        for o, a in pending.values():
+            deletions.restore(a, _local(o.path))
+        raise
+    removed: list[Orphan] = []
+    for key, (o, a) in sorted(pending.items()):
+        if key in again:
+            deletions.restore(a, _local(o.path))
+            kept.append(o.path)
+        elif deletions.finish(a, o.kind):
+            removed.append(o)
+    return removed, sorted(kept)
+
+
+def _protected(
+    table: Table,
+    grace: datetime.timedelta,
+    *,
+    before_read: Callable[[str], None] | None = None,
+) -> set[str]:
+    """Every file the catalog's metadata and any commit in flight reference; refuses when
+    newer metadata is no commit in flight, or when its files vanish while read (a failed
+    commit removing them is read again)."""
+    version = metadata_version(table.metadata_location)
+    for _ in range(_READS):
+        newer = newer_metadata(table)
+        stale = [n for n in newer if not n.in_flight(min(grace, IN_FLIGHT_WINDOW))]
+        if stale:
+            lines = "; ".join(f"{n.path} is {n.describe(version)}" for n in stale)
+            raise NewerMetadataError(
+                f"orphan cleanup refused, nothing was deleted: {lines}. Files that metadata "
+                "references would look orphaned here. Delete the file if it is a failed "
+                "commit's debris; if another catalog owns this table's newer history, clean "
+                "up through it"
+            )
+        try:
+            return referenced_files(table, newer, before_read=before_read)
+        except FileNotFoundError as exc:
+            if not newer or all(os.path.exists(n.path) for n in newer):
+                raise  # not a commit that failed meanwhile: the table itself misses a file
+            missing = exc
+    raise NewerMetadataError(
+        f"orphan cleanup refused, nothing was deleted: commits kept failing while their "
+        f"files were read ({missing}); run it again"
+    )
+
+
+def _restore_set_aside(table: Table, deletions: Deletions, dry_run: bool) -> list[str]:
+    """Put back what an interrupted cleanup set aside (a dry run only lists it): it then
+    counts as what it is, an orphan or a file the table needs."""
+    root = local_path(table.location())
+    if root is None:
+        return []
+    found = set_aside_files(root)
+    if not dry_run:
+        for aside, original in found:
+            deletions.restore(aside, original)
+    return [original for _, original in found]
+
+
+def _local(location: str) -> str:
+    local = local_path(location)
+    assert local is not None  # only local files are set aside
+    return os.path.realpath(local)

@@ -16,9 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from puffin.errors import CommitConflictError, InterruptedAfterCommit, UsageError
+from puffin.errors import (
+    CommitConflictError,
+    InterruptedAfterCommit,
+    TableFileNotFoundError,
+    UsageError,
+)
 from puffin.iceberg.catalog.sqlite import is_locked, locked_error
 from puffin.iceberg.metadata.manifests import remove_files
+from puffin.iceberg.metadata.presence import file_gone, missing_location, vanished
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -54,8 +60,11 @@ def with_retries(
     Each attempt works on the table as refreshed after the last lost race and lists the
     files it writes in ``written``; when it fails they are removed.  ``kept`` are files
     written once for every attempt (a statistics file), removed only when the loop ends in
-    failure.  A lost race is retried after a backoff up to the last attempt, which ends in
-    :class:`CommitConflictError`; any other error ends the loop as it is.  Nothing is
+    failure.  A lost race, or a file of the table found missing (an orphan cleanup sets
+    files aside for a moment), is retried after a backoff up to the last attempt, which ends
+    in :class:`CommitConflictError` (:class:`TableFileNotFoundError`); a file this write
+    produced found gone ends it in :class:`WrittenFileGoneError`; any other error ends the
+    loop as it is.  Nothing is
     removed when the commit state is unknown.
     """
     if max_attempts < 1:
@@ -70,9 +79,13 @@ def with_retries(
         except InterruptedAfterCommit:
             raise  # the table references every file written: none is removed
         except BaseException as exc:
-            last = number == max_attempts or not is_conflict(exc)
+            gone = vanished(exc, [*written, *kept])
+            retry = gone is None and (is_conflict(exc) or _table_file_missing(table, exc))
+            last = number == max_attempts or not retry
             _discard(table, [*written, *(kept if last else ())], exc)
-            if not is_conflict(exc):
+            if gone is not None:  # a cleanup beside the writer took it: nothing committed
+                raise file_gone(gone) from exc
+            if not retry:
                 raise
             if last:
                 raise _gave_up(table, exc, number) from exc
@@ -143,9 +156,26 @@ def _read_only(path: str) -> bool:
     return bool(path) and not os.access(path, os.W_OK)
 
 
+def _table_file_missing(table: Table, exc: BaseException) -> bool:
+    """Whether ``exc`` says a file under the table's locations is missing: the table moved
+    on meanwhile, or an orphan cleanup has set the file aside for a moment (it puts back
+    what a table references), so the attempt is worth repeating on the refreshed table."""
+    from puffin.iceberg.metadata.table_locations import TableLocations
+
+    location = missing_location(exc)
+    return location is not None and TableLocations.of(table).owns(location)
+
+
 def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:
     if is_locked(exc):
         return locked_error(table.catalog, attempts)
+    location = missing_location(exc)
+    if location is not None:
+        return TableFileNotFoundError(
+            f"{location}, a file of the table, is missing ({attempts} attempts): nothing was "
+            "committed and the files written for it were removed; `puffin table verify` "
+            "lists every missing file"
+        )
     return CommitConflictError(
         f"the commit lost to concurrent commits {attempts} times ({exc}); nothing was "
         "committed and the files written for it were removed"

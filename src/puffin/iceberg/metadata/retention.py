@@ -1,11 +1,14 @@
 """Which snapshots are past the table's retention: the rule :func:`expire_snapshots` applies
-and ``verify_table`` warns about (Iceberg Java's ``ExpireSnapshots`` defaults)."""
+and ``verify_table`` warns about (Iceberg Java's ``ExpireSnapshots`` defaults), and the one
+reading of an ``older_than`` that maintenance takes (an age, a point in time, or a duration
+string as the command line spells it)."""
 
 from __future__ import annotations
 
 import datetime
+import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from puffin.errors import UsageError
 
@@ -16,9 +19,19 @@ __all__ = [
     "DEFAULT_MAX_AGE",
     "MAX_AGE_PROPERTY",
     "MIN_KEEP_PROPERTY",
+    "OlderThan",
     "cutoff_ms_of",
+    "cutoff_of",
     "expired_snapshots",
+    "parse_age",
 ]
+
+#: What an ``older_than`` may be: an age, an aware point in time, or a duration such as "3d".
+OlderThan: TypeAlias = datetime.timedelta | datetime.datetime | str
+
+_AGE = re.compile(r"^\s*(-?)\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_SPELLINGS = "an age such as 3d, 12h, 30m, 90s or 2w"
 
 #: Java's defaults: ``history.expire.max-snapshot-age-ms`` (5 days) and
 #: ``history.expire.min-snapshots-to-keep`` (1).
@@ -27,22 +40,47 @@ MIN_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
 DEFAULT_MAX_AGE = datetime.timedelta(days=5)
 
 
-def cutoff_ms_of(
-    older_than: datetime.datetime | datetime.timedelta | None, configured: str | None
-) -> int:
-    """The cutoff in epoch milliseconds: a point in time, an age, or (``None``) the
-    table's configured ``history.expire.max-snapshot-age-ms`` (else 5 days)."""
-    now_ms = int(time.time() * 1000)
-    if older_than is None:
-        age = datetime.timedelta(milliseconds=int(configured)) if configured else DEFAULT_MAX_AGE
-        return now_ms - int(age.total_seconds() * 1000)
+def parse_age(text: str) -> datetime.timedelta:
+    """``"3d"``, ``"12h"``, ``"30m"``, ``"90s"``, ``"2w"`` as a duration (never negative)."""
+    match = _AGE.match(text)
+    if match is None:
+        raise UsageError(f"{text!r} is not {_SPELLINGS}")
+    if match.group(1):
+        raise UsageError(f"{text!r} is a negative age: give {_SPELLINGS}")
+    return datetime.timedelta(**{_UNITS[match.group(3)]: float(match.group(2))})
+
+
+def cutoff_of(older_than: OlderThan, *, name: str = "older_than") -> datetime.datetime:
+    """The point in time (UTC) before which something counts as old: ``older_than`` is an
+    age (a ``timedelta`` or a string :func:`parse_age` reads) counted back from now, or an
+    aware ``datetime``; anything else, or a negative age, is a :class:`UsageError`."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if isinstance(older_than, str):
+        older_than = parse_age(older_than)
     if isinstance(older_than, datetime.timedelta):
         if older_than < datetime.timedelta(0):
-            raise UsageError("older_than must not be a negative age")
-        return now_ms - int(older_than.total_seconds() * 1000)
-    if older_than.tzinfo is None:
-        raise UsageError("older_than must be a timezone-aware datetime (or a timedelta)")
-    return int(older_than.timestamp() * 1000)
+            raise UsageError(f"{name} must not be a negative age, got {older_than}")
+        return now - older_than
+    if isinstance(older_than, datetime.datetime):
+        if older_than.tzinfo is None:
+            raise UsageError(
+                f"{name} must be a timezone-aware datetime (datetime.now(timezone.utc) - ...); "
+                f"{older_than} has no time zone"
+            )
+        return older_than.astimezone(datetime.timezone.utc)
+    raise UsageError(
+        f"{name} must be a datetime.timedelta, an aware datetime.datetime or {_SPELLINGS} "
+        f"as a string, not {type(older_than).__name__} {older_than!r}"
+    )
+
+
+def cutoff_ms_of(older_than: OlderThan | None, configured: str | None) -> int:
+    """The cutoff in epoch milliseconds: ``older_than`` as :func:`cutoff_of` reads it, or
+    (``None``) the table's configured ``history.expire.max-snapshot-age-ms`` (else 5 days)."""
+    if older_than is None:
+        age = datetime.timedelta(milliseconds=int(configured)) if configured else DEFAULT_MAX_AGE
+        return int(time.time() * 1000) - int(age.total_seconds() * 1000)
+    return int(cutoff_of(older_than).timestamp() * 1000)
 
 
 def expired_snapshots(metadata: TableMetadata, cutoff_ms: int, retain_last: int) -> set[int]:

@@ -20,7 +20,8 @@ three private methods on the catalog instance (one commit at a time, under a loc
   result equals ``update_table_metadata``'s.
 * ``_write_metadata``: writes with :mod:`.metadata_file` (v3 too, which ``TableMetadataV3``
   refuses to serialize, and each snapshot's JSON made once), noting the file first so a
-  failed commit removes it.
+  failed commit removes it, then checks that every file the commit adds still exists
+  (:mod:`.presence`: an orphan cleanup beside the writer may have deleted one).
 """
 
 from __future__ import annotations
@@ -119,8 +120,10 @@ def staged_for(table: Table, written: list[str]) -> Iterator[None]:
     from pyiceberg.table import Table as PyTable
 
     from puffin.iceberg.metadata.metadata_file import write_table_metadata
+    from puffin.iceberg.metadata.presence import require_added_files
 
     catalog: Any = table.catalog  # private pyiceberg methods, replaced on this instance only
+    bases: list[TableMetadata] = []  # the metadata each staging started from
     read, stage = catalog._convert_orm_to_iceberg, catalog._update_and_stage_table
 
     def convert(row: Any) -> Table:
@@ -132,11 +135,14 @@ def staged_for(table: Table, written: list[str]) -> Iterator[None]:
     def staged(current: Table | None, identifier: Any, *args: Any) -> Any:
         if current is None:  # a new table: pyiceberg's own path
             return stage(current, identifier, *args)
+        bases.append(current.metadata)
         return _staged(catalog, current, identifier, *args)
 
     def write(metadata: TableMetadata, io: FileIO, metadata_path: str) -> None:
         written.append(metadata_path)  # first: a partly written file is removed too
         write_table_metadata(metadata, io, metadata_path)
+        if bases:  # written before the check: a cleanup now sees the commit in flight
+            require_added_files(bases[-1], metadata, io, metadata_path)
 
     with _OVERRIDE_LOCK:
         catalog._convert_orm_to_iceberg = convert

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import datetime
 import os
-import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from puffin.errors import UsageError
 from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
 from puffin.io.locations import local_path, location_key
 
@@ -29,22 +28,23 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
 
+    from puffin.iceberg.metadata.versions import NewerMetadata
+
 __all__ = [
     "DEFAULT_OLDER_THAN",
+    "SET_ASIDE_SUFFIX",
     "Orphan",
     "find_orphans",
     "kind_of",
-    "parse_age",
     "reachable_files",
     "referenced_files",
+    "set_aside_files",
 ]
 
 #: Orphans younger than this are left alone: a concurrent commit may be about to add them.
 DEFAULT_OLDER_THAN = datetime.timedelta(days=3)
 _HIDDEN = (".", "_")
 _VERSION_HINT = "version-hint.text"
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True)
@@ -57,41 +57,63 @@ class Orphan:
     kind: str = "data"
 
 
-def parse_age(text: str) -> datetime.timedelta:
-    """``"3d"``, ``"12h"``, ``"30m"``, ``"90s"``, ``"2w"`` as a duration."""
-    match = _AGE.match(text)
-    if match is None:
-        raise UsageError(f"{text!r} is not an age such as 3d, 12h, 30m or 90s")
-    return datetime.timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-
-
-def referenced_files(table: Table) -> set[str]:
+def referenced_files(
+    table: Table,
+    newer: Sequence[NewerMetadata] = (),
+    *,
+    before_read: Callable[[str], None] | None = None,
+) -> set[str]:
     """Every file the table metadata references, in any snapshot, as :func:`location_key`
-    keys: metadata files, manifest lists, manifests, data and delete files, statistics."""
+    keys: metadata files, manifest lists, manifests, data and delete files, statistics.
+    ``newer``: metadata files numbered above the current one
+    (:func:`~puffin.iceberg.metadata.versions.newer_metadata`), which count as referenced
+    with everything they reach. ``before_read`` is called with each manifest list and
+    manifest before it is read (a cleanup puts back a file it had set aside)."""
     found = {table.metadata_location, *(e.metadata_file for e in table.metadata.metadata_log)}
-    return {location_key(p) for p in found | reachable_files(table)}
+    manifests: set[str] = set()
+    reached = reachable_files(table, seen=manifests, before_read=before_read)
+    for n in newer:
+        found.add(n.path)
+        if n.metadata is not None:
+            found.update(e.metadata_file for e in n.metadata.metadata_log)
+            reached |= reachable_files(
+                table, n.metadata, seen=manifests, before_read=before_read
+            )
+    return {location_key(p) for p in found | reached}
 
 
 def reachable_files(
-    table: Table, metadata: TableMetadata | None = None, *, live_only: bool = False
+    table: Table,
+    metadata: TableMetadata | None = None,
+    *,
+    live_only: bool = False,
+    seen: set[str] | None = None,
+    before_read: Callable[[str], None] | None = None,
 ) -> set[str]:
     """Every file the snapshots of ``metadata`` (default: the table's) reach, as written:
     manifest lists, manifests, data and delete files, statistics and partition-statistics
     files. ``live_only``: a content file counts only through a live entry (a file a kept
-    snapshot deleted is reached by nothing, as Java's ``all_files`` sees it)."""
+    snapshot deleted is reached by nothing, as Java's ``all_files`` sees it). ``seen``:
+    manifests a call before has read (their files are in its result), to skip; this call's
+    are added. ``before_read``: see :func:`referenced_files`."""
     meta = metadata if metadata is not None else table.metadata
     found: set[str] = {s.statistics_path for s in meta.statistics}
     found.update(p.statistics_path for p in meta.partition_statistics)
-    manifests: set[str] = set()
+    manifests: set[str] = set() if seen is None else seen
     for snapshot in meta.snapshots:
         found.add(snapshot.manifest_list)
+        if before_read is not None:
+            before_read(snapshot.manifest_list)
         for manifest in read_manifest_list(table.io, snapshot.manifest_list):
             if manifest.manifest_path in manifests:
                 continue
             manifests.add(manifest.manifest_path)
+            found.add(manifest.manifest_path)
+            if before_read is not None:
+                before_read(manifest.manifest_path)
             for entry in read_manifest_entries(table.io, manifest, include_deleted=not live_only):
                 found.add(str(entry.data_file.file_path))
-    return found | manifests
+    return found
 
 
 def kind_of(path: str) -> str:
@@ -107,6 +129,23 @@ def kind_of(path: str) -> str:
     if name.endswith(".avro"):
         return "manifest-list" if name.startswith("snap-") else "manifest"
     return "data"
+
+
+#: An orphan cleanup renames a file to ``.<name>`` plus this before it deletes it (hidden:
+#: no listing counts it as an orphan).
+SET_ASIDE_SUFFIX = ".puffin-orphan"
+
+
+def set_aside_files(root: str) -> list[tuple[str, str]]:
+    """``(set-aside path, original path)`` of every file an interrupted cleanup set aside
+    under the local folder ``root``."""
+    found = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if name.startswith(".") and name.endswith(SET_ASIDE_SUFFIX) and len(name) > 15:
+                original = name[1 : -len(SET_ASIDE_SUFFIX)]
+                found.append((os.path.join(folder, name), os.path.join(folder, original)))
+    return sorted(found)
 
 
 def find_orphans(table: Table, referenced: set[str] | None = None) -> list[Orphan]:

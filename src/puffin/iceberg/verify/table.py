@@ -32,8 +32,8 @@ from puffin.iceberg.metadata.delete_files import (
 )
 from puffin.iceberg.metadata.manifests import read_from_disk
 from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.folder import folder_warnings
 from puffin.iceberg.verify.hints import maintenance_hints
-from puffin.iceberg.verify.orphans import find_orphans, referenced_files
 from puffin.iceberg.verify.v3_checks import check_v3
 from puffin.io.locations import location_key, open_input
 from puffin.reader import open as open_puffin
@@ -53,8 +53,9 @@ class TableProblem:
     """One disagreement: what kind, which file, and a message that says both values."""
 
     # "statistics", "partition-statistics", "deletion-vector", "data-file", "table";
-    # warnings: "orphan", "stale-statistics", "outside-table", and when maintenance would
-    # help (verify/hints.py): "expire-backlog", "spread-deletes", "deleted-rows"
+    # warnings (verify/folder.py): "orphan", "newer-metadata", "set-aside", "outside-table",
+    # "stale-statistics"; when maintenance would help (verify/hints.py): "expire-backlog",
+    # "spread-deletes", "deleted-rows"
     kind: str
     path: str
     message: str
@@ -68,8 +69,11 @@ class VerifyReport:
     """What :func:`verify_table` checked and found.  ``ok`` when ``problems`` is empty.
 
     ``warnings`` are not errors of the table: Puffin files in its folders that nothing
-    references (``kind`` ``"orphan"``; see ``puffin table clean-orphans``) and statistics
-    behind the current snapshot (``"stale-statistics"``; ``puffin table stats update``).
+    references (``kind`` ``"orphan"``; see ``puffin table remove-orphans``), metadata newer
+    than the catalog's (``"newer-metadata"``), files an interrupted cleanup set aside
+    (``"set-aside"``), referenced files outside the table (``"outside-table"``), statistics
+    behind the current snapshot (``"stale-statistics"``; ``puffin table stats update``) and
+    maintenance hints.
     """
 
     statistics_files: int = 0
@@ -326,43 +330,13 @@ def _verify(table: Table, snapshot_id: int | None) -> VerifyReport:
         _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
         report.problems.extend(TableProblem("table", p, m) for p, m in findings)
-    referenced = referenced_files(table)  # every manifest read once, for both warnings
-    report.warnings.extend(
-        TableProblem(
-            "orphan",
-            o.path,
-            f"{o.size} bytes, referenced by no snapshot or statistics entry "
-            "(`puffin table remove-orphans` removes it)",
-        )
-        for o in find_orphans(table, referenced)
-    )
-    report.warnings.extend(_stale_statistics(table))
-    report.warnings.extend(_outside_table(table, referenced))
+    report.warnings.extend(TableProblem(*w) for w in folder_warnings(table))
     current = snapshot_id is None or snapshot_id == getattr(
         table.current_snapshot(), "snapshot_id", None
     )
     hints = maintenance_hints(table, planned if current else None, refs if current else None)
     report.warnings.extend(TableProblem(*hint) for hint in hints)
     return report
-
-
-def _outside_table(table: Table, referenced: set[str]) -> list[TableProblem]:
-    """A warning for each file the metadata references outside the table's locations
-    (an added file kept where it was, or metadata pointing at another table's files):
-    maintenance never deletes such a file."""
-    from puffin.iceberg.metadata.table_locations import TableLocations
-
-    owned = TableLocations.of(table)
-    return [
-        TableProblem(
-            "outside-table",
-            path,
-            "referenced by the metadata but outside the table's locations: expiring or "
-            "compacting never deletes it (allow its prefix to let them)",
-        )
-        for path in sorted(referenced)
-        if not owned.owns(path)
-    ]
 
 
 def _check_data_files(
@@ -386,33 +360,3 @@ def _check_data_files(
         size = _size(table, paths[0])
         if isinstance(size, str):
             report.problems.append(TableProblem("data-file", paths[0], size))
-
-
-def _stale_statistics(table: Table) -> list[TableProblem]:
-    """A warning when the current snapshot has no statistics while an ancestor has."""
-    from puffin.iceberg.statistics.update import base_statistics
-
-    snapshot = table.current_snapshot()
-    if snapshot is None:
-        return []
-    base, since = base_statistics(table, snapshot)
-    if base is None or not since:
-        return []
-    path = next(
-        s.statistics_path for s in table.metadata.statistics if s.snapshot_id == base.snapshot_id
-    )
-    added = sum(_added_records(s) for s in since)
-    return [
-        TableProblem(
-            "stale-statistics",
-            path,
-            f"the current snapshot {snapshot.snapshot_id} has no statistics; the newest are "
-            f"{len(since)} snapshot(s) behind, with {added} rows added since "
-            "(`puffin table stats update` brings them up to date)",
-        )
-    ]
-
-
-def _added_records(snapshot: Snapshot) -> int:
-    summary = snapshot.summary.additional_properties if snapshot.summary else {}
-    return int(summary.get("added-records", 0) or 0)

@@ -14,6 +14,7 @@ snapshot, so a caller need not look at the format version.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +27,7 @@ from puffin.iceberg.metadata.commits import (
     with_retries,
 )
 from puffin.iceberg.metadata.manifests import remove_files
+from puffin.iceberg.metadata.presence import file_gone
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.writes.schema import conform
 
@@ -137,7 +139,15 @@ def commit_v2(
         written.extend([*producer._written_manifests, *producer._written_manifest_lists])
 
     def commit() -> Table:
-        tx.commit_transaction()
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        from puffin.iceberg.metadata.sql_commit import staged_for
+
+        if not isinstance(table.catalog, SqlCatalog):
+            tx.commit_transaction()
+            return table
+        with staged_for(table, written):  # its files checked before the swap, as on v3
+            tx.commit_transaction()
         return table
 
     return committed_or_interrupted(commit)
@@ -220,7 +230,11 @@ def write_data_files(table: Table, data: Any, *, into: FileTarget | None = None)
             files.append(f)
     except BaseException as exc:
         _release_writers(exc)
-        remove_files(table, [str(f.file_path) for f in files] + _named(table, str(write_uuid)))
+        mine = [str(f.file_path) for f in files] + _named(table, str(write_uuid))
+        remove_files(table, mine)
+        named = re.search(rf"[^\s'\"]*{write_uuid}[^\s'\"]*", str(exc))
+        if isinstance(exc, FileNotFoundError) and named:  # taken by a cleanup beside us
+            raise file_gone(named.group(0)) from exc
         raise
     empty = [str(f.file_path) for f in files if f.record_count == 0]
     remove_files(table, empty)

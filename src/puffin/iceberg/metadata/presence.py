@@ -1,0 +1,106 @@
+"""Before the catalog swap: every file a commit adds still exists.
+
+A writer's files are orphans until its commit lands, and an orphan cleanup run beside it
+with a short grace period may delete them; a commit that then swaps the catalog's pointer
+leaves a table that names missing files. So every commit of this library, once its metadata
+file is written (from then on a cleanup sees the commit in flight and keeps its files, see
+:mod:`puffin.iceberg.maintenance.orphans`) and before the swap, checks that the files it
+adds are all there: the new snapshots' manifest lists, the manifests they added, the data
+and delete files those add, new statistics files and the metadata file itself. A missing
+one fails the commit with :class:`~puffin.errors.WrittenFileGoneError`, so nothing is
+committed and the writer removes what it wrote.
+
+Only local files are checked (orphan cleanup lists local tables only); on an object store
+each check would be a request per file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from puffin.errors import WrittenFileGoneError
+from puffin.io.locations import local_path
+
+if TYPE_CHECKING:
+    from pyiceberg.io import FileIO
+    from pyiceberg.table.metadata import TableMetadata
+
+__all__ = ["added_files", "file_gone", "missing_location", "require_added_files", "vanished"]
+
+
+def added_files(base: TableMetadata, metadata: TableMetadata, io: FileIO) -> list[str]:
+    """The files ``metadata`` references that ``base`` did not, as far as a commit adds
+    them: manifest lists, manifests and content files of the new snapshots, statistics."""
+    from pyiceberg.manifest import ManifestEntryStatus
+
+    from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
+
+    known = {s.snapshot_id for s in base.snapshots}
+    found: list[str] = []
+    for snapshot in metadata.snapshots:
+        if snapshot.snapshot_id in known:
+            continue
+        found.append(snapshot.manifest_list)
+        for manifest in read_manifest_list(io, snapshot.manifest_list):
+            if manifest.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            found.append(manifest.manifest_path)
+            # cached: the plan after the commit reads it from there (a unique path)
+            for entry in read_manifest_entries(io, manifest, cached=True):
+                if entry.status == ManifestEntryStatus.ADDED:
+                    found.append(str(entry.data_file.file_path))
+    before = {s.statistics_path for s in base.statistics}
+    before.update(p.statistics_path for p in base.partition_statistics)
+    found += [s.statistics_path for s in metadata.statistics if s.statistics_path not in before]
+    found += [
+        p.statistics_path
+        for p in metadata.partition_statistics
+        if p.statistics_path not in before
+    ]
+    return found
+
+
+def require_added_files(
+    base: TableMetadata, metadata: TableMetadata, io: FileIO, metadata_path: str
+) -> None:
+    """Raise :class:`WrittenFileGoneError` when a local file the commit adds (or its metadata
+    file at ``metadata_path``) is gone."""
+    for location in [metadata_path, *added_files(base, metadata, io)]:
+        local = local_path(location)
+        if local is not None and not os.path.exists(local):
+            raise file_gone(location)
+
+
+def file_gone(location: str) -> WrittenFileGoneError:
+    """The error of a write whose file at ``location`` was deleted before its commit."""
+    return WrittenFileGoneError(
+        f"{location}, which this write produced, was deleted before the commit (an orphan "
+        "cleanup run beside this writer with too short a grace period?): nothing was "
+        "committed and the files written for it were removed; run the write again"
+    )
+
+
+def missing_location(exc: BaseException) -> str | None:
+    """The location a ``FileNotFoundError`` names (Python's, pyarrow's or pyiceberg's)."""
+    if not isinstance(exc, FileNotFoundError):
+        return None
+    if exc.filename:
+        return str(exc.filename)
+    match = re.search(r"'([^']+)'|not found: (\S+)", str(exc))
+    return None if match is None else (match.group(1) or match.group(2))
+
+
+def vanished(exc: BaseException, locations: Iterable[str]) -> str | None:
+    """The one of ``locations`` (files a write produced) that ``exc``, a
+    ``FileNotFoundError`` from the write or its commit, says is gone; else ``None``."""
+    if not isinstance(exc, FileNotFoundError):
+        return None
+    text = f"{exc.filename or ''} {exc}"
+    for location in locations:
+        local = local_path(location)
+        if location in text or (local is not None and local in text):
+            return location
+    return None

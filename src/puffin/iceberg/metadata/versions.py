@@ -1,0 +1,141 @@
+"""A table's metadata files by number: which ones are newer than the catalog's current one.
+
+Every commit writes ``<version>-<uuid>.metadata.json`` (Hadoop tables ``v<version>...``) one
+version above the file it replaces, into the folder of the current metadata file, *before*
+the catalog swaps its pointer. A metadata file numbered above the current one is therefore
+either a commit in flight (it is about to become current, and every file it references must
+stay) or a table history the catalog does not know: another catalog writing to the same
+folder, a copy of a warehouse whose catalog still names the original's paths, or the debris
+of a failed commit. Orphan cleanup keeps everything such a file reaches, and refuses to run
+at all when one is older than its grace period (no commit stays in flight that long);
+``verify_table`` warns about it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from puffin.io.locations import local_path, location_key
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
+
+__all__ = ["NewerMetadata", "metadata_version", "newer_metadata"]
+
+_NUMBERED = re.compile(r"^v?(\d+)[-.].*\.metadata\.json(?:\.gz)?$")
+# A metadata file is written in one go, in milliseconds; one being written is read again.
+_PARTIAL_RETRIES = 5
+_PARTIAL_WAIT_S = 0.1
+
+
+def metadata_version(location: str) -> int | None:
+    """The version a metadata file's name carries (``00012-<uuid>.metadata.json`` or
+    ``v12.metadata.json``), ``None`` for a name without one."""
+    match = _NUMBERED.match(os.path.basename(location.rstrip("/")))
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True)
+class NewerMetadata:
+    """A metadata file numbered above the catalog's current one."""
+
+    path: str
+    version: int
+    modified: datetime.datetime
+    #: the metadata it holds; ``None`` when the file could not be read as table metadata
+    metadata: TableMetadata | None
+    #: why it could not be read, when it could not
+    unreadable: str | None = None
+    #: whether its log ends at the catalog's current file: a commit based on the current
+    #: state (one in flight, or a copy one commit behind), not a longer foreign history
+    based_on_current: bool = False
+
+    def in_flight(self, window: datetime.timedelta) -> bool:
+        """Whether this may be a commit in flight: readable, based on the current metadata
+        and written less than ``window`` ago (a commit swaps the catalog's pointer moments
+        after it writes the file)."""
+        age = datetime.datetime.now(datetime.timezone.utc) - self.modified
+        return self.metadata is not None and self.based_on_current and age < window
+
+    def describe(self, current_version: int | None) -> str:
+        """Why this file matters, for an error or a warning."""
+        above = f"above the current version {current_version}" if current_version else "newer"
+        if self.metadata is None:
+            return f"numbered {above} and unreadable ({self.unreadable})"
+        if not self.based_on_current:
+            return (
+                f"numbered {above}, with a history the catalog does not know (another "
+                "catalog, or a copy of this warehouse, writes to this table's folder)"
+            )
+        return (
+            f"numbered {above}, a commit based on the current metadata that the catalog "
+            "never took (another catalog's or a copy's, or a failed commit's debris), "
+            f"written {self.modified:%Y-%m-%d %H:%M:%S} UTC"
+        )
+
+
+def newer_metadata(table: Table) -> list[NewerMetadata]:
+    """The metadata files in the folder of the table's current metadata file that are
+    numbered above it, oldest first. Only local tables are listed (an object store's folder
+    is not); a current file without a number makes every numbered file newer."""
+    current = table.metadata_location
+    folder = local_path(os.path.dirname(current))
+    if folder is None or not os.path.isdir(folder):
+        return []
+    floor = metadata_version(current)
+    logged = {os.path.basename(e.metadata_file) for e in table.metadata.metadata_log}
+    found = []
+    for name in os.listdir(folder):
+        version = metadata_version(name)
+        if version is None or name in logged or name == os.path.basename(current):
+            continue
+        if floor is not None and version <= floor:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            mtime = os.stat(path).st_mtime
+        except FileNotFoundError:  # a failed commit removed it while we looked
+            continue
+        metadata, why = _read(path)
+        if floor is None and metadata is not None:
+            if metadata.last_updated_ms <= table.metadata.last_updated_ms:
+                continue  # no number to compare: the older by its own clock
+        when = datetime.datetime.fromtimestamp(mtime, tz=datetime.timezone.utc)
+        based = metadata is not None and _last_logged(metadata) == location_key(current)
+        found.append(NewerMetadata(path, version, when, metadata, why, based))
+    return sorted(found, key=lambda m: (m.version, m.path))
+
+
+def _last_logged(metadata: TableMetadata) -> str | None:
+    log = metadata.metadata_log
+    return location_key(log[-1].metadata_file) if log else None
+
+
+def _read(path: str) -> tuple[TableMetadata | None, str | None]:
+    """The table metadata in ``path``; a file still being written is read again, briefly."""
+    import gzip
+
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    why = ""
+    for attempt in range(_PARTIAL_RETRIES):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            if path.endswith(".gz"):
+                data = gzip.decompress(data)
+            return TableMetadataUtil.parse_obj(json.loads(data)), None
+        except FileNotFoundError:
+            return None, "removed while it was read (a failed commit's)"
+        except Exception as exc:  # truncated JSON, or not table metadata at all
+            why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if attempt < _PARTIAL_RETRIES - 1:
+            time.sleep(_PARTIAL_WAIT_S)
+    return None, why
