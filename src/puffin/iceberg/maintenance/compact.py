@@ -246,9 +246,15 @@ def _write(
     )
     total = sum(p.record_count for files in choice.groups.values() for p in files)
     added: list[DataFile] = []
+    default = table.spec().spec_id
     with Progress(total, label="compact ", enabled=progress) as bar:
         for (spec_id, partition), files in choice.groups.items():
-            into = FileTarget(schema, partition, spec_id, target)
+            # Into the table's current spec, as Java's default output-spec-id: files of an
+            # older spec have their rows partitioned anew.
+            if spec_id == default:
+                into = FileTarget(schema, partition, spec_id, target)
+            else:
+                into = FileTarget(schema, None, None, target)
             batches = _batches(reader, files, bar)
             stream = _reader_of(schema, batches)
             new = write_data_files(table, stream, into=into)

@@ -279,7 +279,7 @@ def _write_manifests(
         written,
     )
     if added_data:
-        new_data.insert(0, _data_manifest(table, added_data, ids[0], written))
+        new_data[:0] = _data_manifests(table, added_data, ids[0], written)
     policy = MergePolicy.of(table)
     old_data = [m for m in carried if m.content == ManifestContent.DATA]
     old_deletes = [m for m in carried if m.content != ManifestContent.DATA]
@@ -334,15 +334,26 @@ def commit_snapshot(
     return v3.commit(table, requirements, [*first_updates, *updates]), staged.snapshot
 
 
-def _data_manifest(
+def _data_manifests(
     table: Table, added: Sequence[DataFile], snapshot_id: int, written: list[str]
-) -> ManifestFile:
-    """One v3 data manifest of the added data files (ADDED entries, of the default spec)."""
+) -> list[ManifestFile]:
+    """The v3 data manifests of the added data files (ADDED entries): one per partition
+    spec the files were written in (the default spec, unless a file says otherwise)."""
     from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 
-    spec_id = table.spec().spec_id
-    entries = [
-        manifest_entry(ManifestEntryStatus.ADDED, snapshot_id, None, to_v3_data_file(df, spec_id))
-        for df in added
-    ]
-    return write_manifest(table, spec_id, ManifestContent.DATA, entries, snapshot_id, written)
+    by_spec: dict[int, list[DataFile]] = {}
+    for df in added:
+        spec_id = getattr(df, "spec_id", None)
+        by_spec.setdefault(table.spec().spec_id if spec_id is None else spec_id, []).append(df)
+    manifests = []
+    for spec_id, files in sorted(by_spec.items()):
+        entries = [
+            manifest_entry(
+                ManifestEntryStatus.ADDED, snapshot_id, None, to_v3_data_file(df, spec_id)
+            )
+            for df in files
+        ]
+        manifests.append(
+            write_manifest(table, spec_id, ManifestContent.DATA, entries, snapshot_id, written)
+        )
+    return manifests

@@ -16,6 +16,7 @@ metrics from the Parquet footer.  For unpartitioned tables written in Parquet on
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.typedef import Record
 
-__all__ = ["FileTarget", "can_stream", "stream_data_files"]
+__all__ = ["FileTarget", "can_stream", "stream_data_files", "stream_repartitioned"]
 
 #: Iceberg's ``write.parquet.row-group-size-bytes`` (pyiceberg ignores it), read here as the
 #: Arrow bytes buffered per row group.  32 MiB by default: the writer then costs about 50 MiB
@@ -38,6 +39,8 @@ __all__ = ["FileTarget", "can_stream", "stream_data_files"]
 #: larger than with 128 MiB row groups.
 ROW_GROUP_BYTES = "write.parquet.row-group-size-bytes"
 ROW_GROUP_BYTES_DEFAULT = 32 * 1024 * 1024
+# The least a partition's writer buffers when many share the budget (stream_repartitioned).
+_MIN_GROUP_BYTES = 1024 * 1024
 
 
 def can_stream(table_metadata: TableMetadata) -> bool:
@@ -61,7 +64,15 @@ def stream_data_files(
     """The rows of ``reader`` in Parquet data files of the table's target size, each yielded
     as it is closed.  At most one row group is held in memory.  An error closes the file
     being written (it stays on disk, named by ``write_uuid``, for the caller to remove).
-    ``into``: another file schema, partition or target size than the table's (compaction)."""
+    ``into``: another file schema, partition or target size than the table's (compaction);
+    with no partition in it, rows are split by the table's default spec
+    (:func:`stream_repartitioned`)."""
+    if into is not None and into.partition is None and not table_metadata.spec().is_unpartitioned():
+        schema = into.schema or table_metadata.schema()
+        yield from stream_repartitioned(
+            table_metadata, reader, io, write_uuid, schema=schema, target_size=into.target_size
+        )
+        return
     writer = _RollingWriter(_Layout(table_metadata, reader.schema, io, write_uuid, into))
     try:
         for batch in reader:
@@ -71,10 +82,51 @@ def stream_data_files(
         writer.abort()
 
 
+def stream_repartitioned(
+    table_metadata: TableMetadata,
+    reader: pa.RecordBatchReader,
+    io: FileIO,
+    write_uuid: uuid.UUID,
+    *,
+    schema: Schema,
+    target_size: int | None = None,
+) -> Iterator[DataFile]:
+    """The rows of ``reader`` (columns of ``schema``) written into the table's default
+    partition spec, whatever spec they were read from: each batch is split by its partition
+    values (the spec's transforms, as pyiceberg's writer applies them), each partition
+    rolled into its own files. The open writers share one row group's bytes of buffer."""
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import _determine_partitions
+
+    spec = table_metadata.spec()
+    tasks = itertools.count()
+    writers: dict[Record, _RollingWriter] = {}
+    try:
+        for batch in reader:
+            for part in _determine_partitions(spec, schema, pa.Table.from_batches([batch])):
+                key = part.partition_key.partition
+                writer = writers.get(key)
+                if writer is None:
+                    into = FileTarget(schema, key, spec.spec_id, target_size)
+                    layout = _Layout(table_metadata, reader.schema, io, write_uuid, into)
+                    writer = writers[key] = _RollingWriter(layout, tasks)
+                    for w in writers.values():  # bounded memory, however many partitions
+                        share = layout.group_bytes // len(writers)
+                        w.layout.group_bytes = max(_MIN_GROUP_BYTES, share)
+                for piece in part.arrow_table_partition.to_batches():
+                    yield from writer.add(piece)
+        for writer in writers.values():
+            yield from writer.finish()
+    finally:
+        for writer in writers.values():
+            writer.abort()
+
+
 @dataclass(frozen=True)
 class FileTarget:
     """Where a write goes when it is not the table's default: the file schema (the table's
-    plus row-lineage columns, for a compaction), one partition of a spec, a target size."""
+    plus row-lineage columns, for a compaction), one partition of a spec (``None``: each
+    row's partition in the table's default spec), a target size."""
 
     schema: Schema | None = None
     partition: Record | None = None
@@ -218,14 +270,15 @@ class _File:
 
 
 class _RollingWriter:
-    """Batches into row groups, row groups into files of the target size."""
+    """Batches into row groups, row groups into files of the target size. ``tasks``: the
+    numbers its files take (shared by the writers of one write, so names stay unique)."""
 
-    def __init__(self, layout: _Layout) -> None:
+    def __init__(self, layout: _Layout, tasks: Iterator[int] | None = None) -> None:
         self.layout = layout
         self.buffer: list[pa.RecordBatch] = []
         self.rows = self.nbytes = 0
         self.file: _File | None = None
-        self.task_id = 0
+        self.tasks = tasks if tasks is not None else itertools.count()
         self.disk = self.memory = 0  # bytes of the files closed: on disk, in Arrow
 
     def add(self, batch: pa.RecordBatch) -> Iterator[DataFile]:
@@ -280,8 +333,7 @@ class _RollingWriter:
         import pyarrow as pa
 
         if self.file is None:
-            self.file = _File(self.layout, self.task_id, self.buffer[0].schema)
-            self.task_id += 1
+            self.file = _File(self.layout, next(self.tasks), self.buffer[0].schema)
         self.file.write(pa.Table.from_batches(self.buffer))
         self.buffer, self.rows, self.nbytes = [], 0, 0
         return self.file
