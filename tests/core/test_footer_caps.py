@@ -10,6 +10,8 @@ peak RSS (tests/core/test_memory_bounds.py), against the same 256 MiB budget.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,46 @@ def test_the_chunked_depth_scan_is_the_byte_by_byte_model(
         patch.setattr(caps, "DEPTH_CHUNK", chunk)  # strings and runs cut at every place
         assert caps.first_too_deep(data, cap) == _deepest_model(data, cap)
         assert caps.first_too_deep(bytearray(data), cap) == _deepest_model(data, cap)
+
+
+@settings(max_examples=500)
+@given(
+    skeleton=st.lists(st.sampled_from(b"[]{}"), max_size=80).map(bytes),
+    depth=st.integers(-3, 6),
+    cap=st.integers(0, 12),
+)
+def test_the_shallow_chunk_check_never_passes_a_chunk_the_exact_count_refuses(
+    skeleton: bytes, depth: int, cap: int
+) -> None:
+    # _shallow_end spares numpy (12 MiB of peak) where a chunk surely stays within the cap:
+    # whenever it answers, the exact count finds nothing past the cap and the same end.
+    import numpy as np
+
+    shallow = caps._shallow_end(skeleton, depth, cap)
+    past, end = caps._levels(skeleton, depth, cap, np.empty(len(skeleton) + 1, np.int32))
+    if shallow is not None:
+        assert past is None and shallow == end
+    if past is None and len(skeleton) <= 16 and depth + 16 <= cap:
+        assert shallow == end  # room for any 8-pass nesting: it answers
+
+
+def test_a_writers_footer_is_scanned_without_numpy(tmp_path: Path) -> None:
+    blob = (b'{"type":"apache-datasketches-theta-v1","fields":[1],"snapshot-id":1,'
+            b'"sequence-number":1,"offset":4,"length":0,"properties":{"ndv":"1"}}')
+    payload = b'{"blobs":[' + b",".join([blob] * 20_000) + b'],"properties":{}}'
+    assert len(payload) > 2 * caps.DEPTH_CHUNK
+    for at in range(0, len(payload), caps.DEPTH_CHUNK):
+        _, skeleton = caps._outside_strings(payload[at : at + caps.DEPTH_CHUNK])
+        assert caps._shallow_end(skeleton, 2, 1000) is not None
+    (tmp_path / "payload.json").write_bytes(payload)
+    code = (
+        "import sys; from puffin.footer import caps; "
+        "assert caps.first_too_deep(open(sys.argv[1], 'rb').read(), 1000) is None; "
+        "print('numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "payload.json")],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
 
 
 def _json(max_leaves: int = 12) -> st.SearchStrategy[Any]:
@@ -256,6 +298,62 @@ def test_a_footer_of_200000_deletion_vectors_is_read(tmp_path: Path) -> None:
     result = _peak(tmp_path, data)
     assert result["outcome"] == "ok", result
     print(f"peak RSS {result['peak_rss'] / MiB:.0f} MiB")
+
+
+_THETA_CHILD = r"""
+import json, sys
+mode, path = sys.argv[1:3]
+import puffin
+if mode == "read_theta_blobs":
+    try:
+        with puffin.open(path) as reader:
+            numpy = "numpy" in sys.modules  # the footer read without it (12 MiB less)
+            puffin.read_theta_blobs(reader)
+        outcome = "no error"
+    except puffin.ThetaSketchError as exc:
+        outcome = f"numpy {numpy}: {exc.blob_index}: {exc.reason}"
+elif mode == "verify_file":
+    problems = puffin.verify_file(path)
+    outcome = f"{len(problems)} problems"
+else:
+    import contextlib, os
+    from puffin.cli import main
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        outcome = f"exit {main(['verify', path])}"
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"outcome": outcome, "peak_rss": peak}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["read_theta_blobs", "verify_file", "puffin verify"])
+def test_a_footer_of_200000_theta_blobs_is_read_within_the_budget(
+    tmp_path: Path, mode: str
+) -> None:
+    # Valid footer, empty (so invalid) sketches: the reader and verify hold every blob's
+    # metadata, and verify a problem for each. The large path imported numpy for its depth
+    # scan (+12 MiB on any large footer), and `puffin verify` parsed the footer a second
+    # time for its blob count while holding the 200,000 problems (321 MiB in all).
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads VmHWM from /proc")
+    blob = {"type": "apache-datasketches-theta-v1", "fields": [1], "snapshot-id": 1,
+            "sequence-number": 1, "offset": 4, "length": 0}
+    payload = json.dumps({"blobs": [blob] * 200_000}, separators=(",", ":")).encode()
+    assert len(payload) > 16 * MiB  # the large-footer path
+    path = tmp_path / "theta.puffin"
+    path.write_bytes(puffin_file(payload))
+    proc = subprocess.run([sys.executable, "-c", _THETA_CHILD, mode, str(path)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    print(f"\n200,000 theta blobs, {mode}: peak RSS {result['peak_rss'] / MiB:.1f} MiB")
+    expected = {
+        "read_theta_blobs": "numpy False: 0: truncated sketch: the preamble needs 8 bytes",
+        "verify_file": "200000 problems",
+        "puffin verify": "exit 1",
+    }
+    assert result["outcome"].startswith(expected[mode]), result
+    assert result["peak_rss"] < 256 * MiB, result
 
 
 def test_the_large_path_reads_what_the_exact_parser_reads() -> None:

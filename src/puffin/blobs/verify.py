@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from puffin.limits import Limits
     from puffin.metadata import BlobMetadata
 
-__all__ = ["Problem", "category_of", "check_blob", "verify_file"]
+__all__ = ["Problem", "category_of", "check_blob", "verify_file", "verify_file_counted"]
 
 # Most specific first: a subclass must come before its base.
 _CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
@@ -160,10 +160,19 @@ def verify_file(source: Source, *, limits: Limits | None = None) -> list[Problem
             for p in problems:  # e.g. theta-sketch ThetaSketchError ... 4 0
                 print(p.category, p.error, p.message, p.offset, p.blob_index)
     """
+    return verify_file_counted(source, limits=limits)[0]
+
+
+def verify_file_counted(
+    source: Source, *, limits: Limits | None = None
+) -> tuple[list[Problem], int | None]:
+    """:func:`verify_file`'s problems and the footer's blob count (None when the file does
+    not open), from the one read: ``puffin verify`` reports both without parsing a large
+    footer a second time while the problems of the first are held."""
     try:
         reader = _open(source, limits=limits)
     except (PuffinError, OSError) as exc:
-        return [Problem.from_exception(exc)]
+        return [Problem.from_exception(exc)], None
     problems: list[Problem] = []
     with reader:
         blobs = reader.blobs
@@ -178,4 +187,4 @@ def verify_file(source: Source, *, limits: Limits | None = None) -> list[Problem
                 message = exc.strerror or str(exc) or type(exc).__name__
                 problems.append(Problem("io", type(exc).__name__, message, meta.offset, index))
         problems.extend(Problem.from_exception(e) for e in standard.check_file_rules(blobs))
-    return problems
+    return problems, len(blobs)

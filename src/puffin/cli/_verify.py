@@ -20,9 +20,9 @@ def check_file(path: str) -> dict[str, Any]:
 
     ``blob_count`` is the footer's, or None when the footer cannot be read.
     """
-    from puffin.blobs.verify import verify_file
+    from puffin.blobs.verify import verify_file_counted
 
-    problems = verify_file(path)
+    problems, blob_count = verify_file_counted(path)
     entries = [
         {
             "type": p.error,
@@ -33,36 +33,17 @@ def check_file(path: str) -> dict[str, Any]:
         }
         for p in problems
     ]
+    del problems  # the entries say it all: not both at once
     if entries and entries[0]["type"] == "InvalidFileError":
         from puffin.cli._sniff import format_hint  # what the file is, as the others say
 
         entries[0]["message"] = f"{entries[0]['message']}{format_hint(path)}"
     return {
         "file": path,
-        "valid": not problems,
-        "blob_count": _blob_count(path, problems),
+        "valid": not entries,
+        "blob_count": blob_count,
         "problems": entries,
     }
-
-
-def _blob_count(path: str, problems: list[Any]) -> int | None:
-    """The footer's blob count; None when the footer could not be read.
-
-    Every problem ``verify_file`` finds past the footer names its blob, so a problem
-    without one means the file did not open.
-    """
-    from puffin.errors import PuffinError
-    from puffin.reader import open as open_puffin
-
-    if any(p.blob_index is None for p in problems):
-        return None
-    try:
-        with open_puffin(path) as reader:
-            return len(reader.blobs)
-    except BrokenPipeError:
-        raise
-    except (PuffinError, OSError):  # changed since verify_file read it
-        return None
 
 
 def _where(path: str, problem: dict[str, Any]) -> str:

@@ -105,14 +105,15 @@ def first_too_deep(data: bytes | bytearray, cap: int) -> int | None:
     """The byte of the first bracket outside strings that opens level ``cap + 1``, or None.
 
     For payloads too large to copy (the streaming path): a chunk at a time, cut where no
-    string is open, its strings removed and its brackets counted in C and numpy; a string
-    longer than a chunk is skipped by one match where it lies.
+    string is open, its strings removed and its brackets counted in C; a string longer than
+    a chunk is skipped by one match where it lies. A chunk that surely stays within the cap
+    (:func:`_shallow_end`: every footer a writer makes) costs no numpy; only one that may
+    not is counted bracket by bracket with numpy, imported then (its 12 MiB would otherwise
+    add to the peak of every large footer read).
     """
     if data.count(b"[") + data.count(b"{") <= cap:
         return None
-    import numpy as np
-
-    work = np.empty(DEPTH_CHUNK, dtype=np.int32)
+    work: Any = None
     depth = pos = 0
     while pos < len(data):
         window = bytes(data[pos : pos + DEPTH_CHUNK])
@@ -123,6 +124,14 @@ def first_too_deep(data: bytes | bytearray, cap: int) -> int | None:
                 return None  # never closed: the decoder says so
             pos = string.end()
             continue
+        shallow = _shallow_end(skeleton, depth, cap)
+        if shallow is not None:
+            depth, pos = shallow, pos + cut
+            continue
+        if work is None:
+            import numpy as np
+
+            work = np.empty(DEPTH_CHUNK, dtype=np.int32)
         past, end = _levels(skeleton, depth, cap, work)
         if past is not None:
             return pos + _bracket_at(window, past)
@@ -142,6 +151,33 @@ def _outside_strings(window: bytes) -> tuple[int, bytes]:
     if b'"' in marks:  # brackets inside strings
         marks = b"".join(marks.split(b'"')[::2])
     return cut, marks
+
+
+#: Openers as ``(``, closers as ``)``: ``[`` and ``{`` count alike, as in :func:`_levels`.
+_UNIFORM = bytes.maketrans(b"[{]}", b"(())")
+#: Passes of :func:`_shallow_end` before a chunk is left to the exact count.
+_SHALLOW_PASSES = 8
+
+
+def _shallow_end(skeleton: bytes, depth: int, cap: int) -> int | None:
+    """The depth after brackets ``skeleton`` entered at ``depth`` when they surely stay
+    within ``cap``; None when they may not (then :func:`_levels` counts them exactly).
+
+    Each pass removes every adjacent open-close pair; after ``k`` passes nothing that was
+    removed nests more than ``k`` deep, and what is left is ``c`` closers then ``o``
+    openers. So no bracket goes past ``max(depth, depth - c + o) + k``, and the chunk ends
+    at ``depth - c + o``: both without numpy, in a few C passes over the chunk's brackets.
+    """
+    rest = skeleton.translate(_UNIFORM)
+    passes = 0
+    while b"()" in rest:
+        if passes == _SHALLOW_PASSES:
+            return None
+        rest = rest.replace(b"()", b"")
+        passes += 1
+    closers = rest.count(b")")
+    end = depth - closers + (len(rest) - closers)
+    return end if max(depth, end) + passes <= cap else None
 
 
 def _levels(skeleton: bytes, depth: int, cap: int, work: Any) -> tuple[int | None, int]:
