@@ -315,25 +315,28 @@ if mode == "read_theta_blobs":
 elif mode == "verify_file":
     problems = puffin.verify_file(path)
     outcome = f"{len(problems)} problems"
-else:
+else:  # the command line: "puffin verify", "puffin inspect"
     import contextlib, os
     from puffin.cli import main
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        outcome = f"exit {main(['verify', path])}"
+        outcome = f"exit {main([mode.split()[1], path])}"
 with open("/proc/self/status") as status:
     peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 print(json.dumps({"outcome": outcome, "peak_rss": peak}))
 """
 
 
-@pytest.mark.parametrize("mode", ["read_theta_blobs", "verify_file", "puffin verify"])
+@pytest.mark.parametrize(
+    "mode", ["read_theta_blobs", "verify_file", "puffin verify", "puffin inspect"]
+)
 def test_a_footer_of_200000_theta_blobs_is_read_within_the_budget(
     tmp_path: Path, mode: str
 ) -> None:
     # Valid footer, empty (so invalid) sketches: the reader and verify hold every blob's
     # metadata, and verify a problem for each. The large path imported numpy for its depth
-    # scan (+12 MiB on any large footer), and `puffin verify` parsed the footer a second
-    # time for its blob count while holding the 200,000 problems (321 MiB in all).
+    # scan (+12 MiB on any large footer), `puffin verify` parsed the footer a second time
+    # for its blob count while holding the 200,000 problems (323 MiB in all), and `puffin
+    # inspect` built its whole report before writing it (327 MiB; --json still does).
     if not Path("/proc/self/status").exists():
         pytest.skip("reads VmHWM from /proc")
     blob = {"type": "apache-datasketches-theta-v1", "fields": [1], "snapshot-id": 1,
@@ -351,6 +354,7 @@ def test_a_footer_of_200000_theta_blobs_is_read_within_the_budget(
         "read_theta_blobs": "numpy False: 0: truncated sketch: the preamble needs 8 bytes",
         "verify_file": "200000 problems",
         "puffin verify": "exit 1",
+        "puffin inspect": "exit 1",
     }
     assert result["outcome"].startswith(expected[mode]), result
     assert result["peak_rss"] < 256 * MiB, result

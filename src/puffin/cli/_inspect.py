@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from puffin.blobs.standard import APACHE_DATASKETCHES_THETA_V1, DELETION_VECTOR_V1
@@ -21,47 +22,58 @@ SCHEMA_VERSION = 1
 def describe(path: str, *, positions: int | None, std_devs: int) -> dict[str, Any]:
     """The inspect report of one file, as ``--json`` prints it."""
     with opened(path) as reader:
-        blobs: list[dict[str, Any]] = []
-        for index, meta in enumerate(reader.blobs):
-            entry: dict[str, Any] = {
-                "index": index,
-                "type": meta.type,
-                "fields": list(meta.fields),
-                "snapshot_id": meta.snapshot_id,
-                "sequence_number": meta.sequence_number,
-                "offset": meta.offset,
-                "length": meta.length,
-                "compression_codec": meta.compression_codec,
-                "properties": dict(meta.properties),
-                "theta": None,
-                "deletion_vector": None,
-                "error": None,
-            }
-            if meta.type in (APACHE_DATASKETCHES_THETA_V1, DELETION_VECTOR_V1):
-                try:
-                    data = reader.read_blob(index)
-                    if meta.type == APACHE_DATASKETCHES_THETA_V1:
-                        entry["theta"] = theta_info(data, meta, index, std_devs=std_devs)
-                    else:
-                        entry["deletion_vector"] = dv_info(data, meta, index, limit=positions)
-                except (ValueError, OSError) as exc:  # PuffinError is a ValueError
-                    if isinstance(exc, BrokenPipeError):
-                        raise
-                    entry["error"] = error_dict(exc)
-            blobs.append(entry)
+        blobs = list(_entries(reader, positions=positions, std_devs=std_devs))
         return {
-            "schema_version": SCHEMA_VERSION,
-            "command": "inspect",
-            "file": path,
-            "file_size": reader.file_size,
-            "footer_size": reader.footer_size,
-            "footer_payload_size": reader.footer_size - MIN_FOOTER_SIZE,
-            "footer_compressed": bool(reader.footer_compressed),
-            "properties": reader.properties,
-            "blob_count": len(blobs),
+            **_head(path, reader),
             "valid": all(b["error"] is None for b in blobs),
             "blobs": blobs,
         }
+
+
+def _head(path: str, reader: Any) -> dict[str, Any]:
+    """The report's fields about the file and its footer (everything but the blobs)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "inspect",
+        "file": path,
+        "file_size": reader.file_size,
+        "footer_size": reader.footer_size,
+        "footer_payload_size": reader.footer_size - MIN_FOOTER_SIZE,
+        "footer_compressed": bool(reader.footer_compressed),
+        "properties": reader.properties,
+        "blob_count": len(reader.blobs),
+    }
+
+
+def _entries(reader: Any, *, positions: int | None, std_devs: int) -> Iterator[dict[str, Any]]:
+    """Each blob's report entry, in footer order, its theta or DV decoded (or its error)."""
+    for index, meta in enumerate(reader.blobs):
+        entry: dict[str, Any] = {
+            "index": index,
+            "type": meta.type,
+            "fields": list(meta.fields),
+            "snapshot_id": meta.snapshot_id,
+            "sequence_number": meta.sequence_number,
+            "offset": meta.offset,
+            "length": meta.length,
+            "compression_codec": meta.compression_codec,
+            "properties": dict(meta.properties),
+            "theta": None,
+            "deletion_vector": None,
+            "error": None,
+        }
+        if meta.type in (APACHE_DATASKETCHES_THETA_V1, DELETION_VECTOR_V1):
+            try:
+                data = reader.read_blob(index)
+                if meta.type == APACHE_DATASKETCHES_THETA_V1:
+                    entry["theta"] = theta_info(data, meta, index, std_devs=std_devs)
+                else:
+                    entry["deletion_vector"] = dv_info(data, meta, index, limit=positions)
+            except (ValueError, OSError) as exc:  # PuffinError is a ValueError
+                if isinstance(exc, BrokenPipeError):
+                    raise
+                entry["error"] = error_dict(exc)
+        yield entry
 
 
 def failed(path: str, exc: InputError) -> dict[str, Any]:
@@ -79,17 +91,21 @@ def failed(path: str, exc: InputError) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.json:  # each blob written as it is read: no report of every blob held
+        valid = True
+        out, c = sys.stdout, colours_for(sys.stdout, args.color)
+        with opened(args.file) as reader:
+            render_head(_head(args.file, reader), out, c)
+            for blob in _entries(reader, positions=args.positions, std_devs=args.std_devs):
+                render_blob(blob, out, c)
+                valid = valid and blob["error"] is None
+        return 0 if valid else 1
     try:
         report = describe(args.file, positions=args.positions, std_devs=args.std_devs)
     except InputError as exc:
-        if not args.json:
-            raise
         write_json(failed(args.file, exc))
         return 1
-    if args.json:
-        write_json(report)
-    else:
-        render(report, sys.stdout, colours_for(sys.stdout, args.color))
+    write_json(report)
     return 0 if report["valid"] else 1
 
 
@@ -111,6 +127,13 @@ def _plural(n: int, word: str) -> str:
 
 def render(report: dict[str, Any], out: Any, c: Colours) -> None:
     """Write the aligned human-readable form of an inspect report."""
+    render_head(report, out, c)
+    for blob in report["blobs"]:
+        render_blob(blob, out, c)
+
+
+def _writers(out: Any, c: Colours) -> tuple[Any, Any]:
+    """``line(label, value)`` and ``properties(props)``, writing aligned lines to ``out``."""
 
     def line(label: str, value: str) -> None:
         out.write(f"  {c.cyan(label.ljust(_LABEL_WIDTH))}{value}\n")
@@ -127,6 +150,12 @@ def render(report: dict[str, Any], out: Any, c: Colours) -> None:
             else:
                 out.write(f"  {' ' * _LABEL_WIDTH}{text}\n")
 
+    return line, properties
+
+
+def render_head(report: dict[str, Any], out: Any, c: Colours) -> None:
+    """The file's lines of the human-readable form (all but the blobs)."""
+    line, properties = _writers(out, c)
     out.write(f"{c.bold(printable(report['file']))}\n")
     line("file size", _plural(report["file_size"], "byte"))
     compressed = "lz4-compressed" if report["footer_compressed"] else "uncompressed"
@@ -138,24 +167,27 @@ def render(report: dict[str, Any], out: Any, c: Colours) -> None:
     properties(report["properties"])
     line("blobs", f"{report['blob_count']:,}")
 
-    for blob in report["blobs"]:
-        out.write("\n")
-        title = f"blob {blob['index']}"
-        out.write(f"{c.bold(title)}  {c.bold(printable(blob['type']))}\n")
-        line("fields", "[" + ", ".join(str(f) for f in blob["fields"]) + "]")
-        line("snapshot-id", str(blob["snapshot_id"]))
-        line("sequence-number", str(blob["sequence_number"]))
-        line("offset", f"{blob['offset']:,}")
-        line("length", _plural(blob["length"], "byte"))
-        line("codec", printable(blob["compression_codec"] or "") or c.dim("none"))
-        properties(blob["properties"])
-        if blob["theta"] is not None:
-            _render_theta(blob["theta"], line, c)
-        if blob["deletion_vector"] is not None:
-            _render_dv(blob["deletion_vector"], line, c)
-        if blob["error"] is not None:
-            err = blob["error"]
-            line(c.red("error"), c.red(f"{err['type']}: {printable(err['message'])}"))
+
+def render_blob(blob: dict[str, Any], out: Any, c: Colours) -> None:
+    """One blob's lines of the human-readable form."""
+    line, properties = _writers(out, c)
+    out.write("\n")
+    title = f"blob {blob['index']}"
+    out.write(f"{c.bold(title)}  {c.bold(printable(blob['type']))}\n")
+    line("fields", "[" + ", ".join(str(f) for f in blob["fields"]) + "]")
+    line("snapshot-id", str(blob["snapshot_id"]))
+    line("sequence-number", str(blob["sequence_number"]))
+    line("offset", f"{blob['offset']:,}")
+    line("length", _plural(blob["length"], "byte"))
+    line("codec", printable(blob["compression_codec"] or "") or c.dim("none"))
+    properties(blob["properties"])
+    if blob["theta"] is not None:
+        _render_theta(blob["theta"], line, c)
+    if blob["deletion_vector"] is not None:
+        _render_dv(blob["deletion_vector"], line, c)
+    if blob["error"] is not None:
+        err = blob["error"]
+        line(c.red("error"), c.red(f"{err['type']}: {printable(err['message'])}"))
 
 
 def _render_theta(theta: dict[str, Any], line: Any, c: Colours) -> None:
