@@ -219,13 +219,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> None:
     """The ``puffin`` executable: :func:`main`, then exit with its status.
 
-    Once the command has finished (and said what it committed), Ctrl-C or SIGTERM while the
-    interpreter tears down takes the signal's own action: Python's handler would raise the
-    interrupt inside whatever finalizer is running and print it as an ignored traceback.
+    Once the command has finished (and said what it did), Ctrl-C and SIGTERM are ignored
+    while the interpreter tears down, so the process ends with that status: a handler would
+    raise the interrupt inside whatever finalizer is running, and the signal's own action
+    (which the interpreter restores near its end) would report 130, "nothing was
+    committed", after a commit that landed.
     """
     status = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
+        # Ignored process-wide (a mask would hold only this thread; pyarrow's threads would
+        # still take the signal), and the interpreter keeps an ignore to the end.
+        signal.signal(sig, signal.SIG_IGN)
     raise SystemExit(status)
 
 

@@ -9,8 +9,9 @@ SIGTERM after a random delay (from the interpreter's start to past its end).  Th
   table's current one, and no file under the table is unreferenced;
 - exit 0: the command finished; the table moved and nothing is unreferenced;
 - killed by the signal itself: while the interpreter starts (before the command installs
-  its handlers) the table and its files are as they were; while it ends, the command has
-  printed what it committed, as for exit 0.
+  its handlers) the table and its files are as they were; the command line never dies by
+  the signal once it has printed what it did (it exits with that status), while the
+  Python program given here may, as for exit 0.
 
 As the Puffin writer's crash test does for files, this checks the claim at many points
 rather than at one chosen by hand.
@@ -39,6 +40,7 @@ import pyarrow.parquet as pq
 from puffin.iceberg import (
     compute_table_statistics,
     create_sample_table,
+    delete_rows,
     local_catalog,
     sample_batch,
     upgrade_to_v3,
@@ -76,7 +78,7 @@ except KeyboardInterrupt:
     sys.exit(130)
 finally:
     # Its outcome is told: a signal while the interpreter tears down takes its own action
-    # (as the command line's does) instead of surfacing inside a finalizer.
+    # instead of surfacing inside a finalizer (the command line exits with its status).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 """
@@ -84,12 +86,13 @@ finally:
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the warehouse ``wh`` (a v3 table with statistics), a pristine copy of
-    it (restored to ``wh`` before each run: the catalog holds absolute locations) and the
-    Parquet file the writers load."""
+    """A folder with the warehouse ``wh`` (a v3 table with statistics and 40 % of its rows
+    deleted, so compaction has work), a pristine copy of it (restored to ``wh`` before each
+    run: the catalog holds absolute locations) and the Parquet file the writers load."""
     root = tmp_path_factory.mktemp("interrupts")
     table = create_sample_table(local_catalog(root / "wh"), "db.t", rows=200_000, files=2)
-    compute_table_statistics(upgrade_to_v3(table), progress=False)
+    table = delete_rows(upgrade_to_v3(table), "category < 80").table  # of 0..199
+    compute_table_statistics(table, progress=False)
     pq.write_table(sample_batch(150_000, start=1_000_000, seed=3), root / "new.parquet")
     shutil.copytree(root / "wh", root / "pristine")
     return root
@@ -101,8 +104,10 @@ def _commands(wh: Path, new: Path) -> dict[str, list[str]]:
     return {
         "append": [*cli, "append", "db.t", str(new), *w],
         "add-files": [*cli, "add-files", "db.t", str(new), *w],
-        "delete": [*cli, "delete", "db.t", "--where", "category < 50", *w],
+        "delete": [*cli, "delete", "db.t", "--where", "category >= 150", *w],
         "stats": [*cli, "stats", "compute", "db.t", *w],
+        "compact": [*cli, "compact", "db.t", *w],
+        "expire": [*cli, "expire", "db.t", "--older-than", "0s", *w],
         "overwrite": [sys.executable, "-c", _OVERWRITE, str(wh), str(new)],
     }
 
@@ -145,6 +150,7 @@ def _check(name: str, r: dict[str, Any]) -> None:
         assert table.metadata_location == r["before"] and _files(r["wh"]) == r["files"]
         return
     if rc < 0:  # while the interpreter ended, after the command had printed what it did
+        assert name == "overwrite", f"{name}: the command line died by signal {-rc}: {r}"
         rc = 0
     # A signal whose handler runs inside a finalizer (a weakref callback that the garbage
     # collector or an import fires) is swallowed by Python, which reports it and carries on:
@@ -168,7 +174,9 @@ def _check(name: str, r: dict[str, Any]) -> None:
     assert not written, f"{name}: exit {rc} left {written}"
 
 
-@pytest.mark.parametrize("name", ["append", "add-files", "delete", "stats", "overwrite"])
+@pytest.mark.parametrize(
+    "name", ["append", "add-files", "delete", "stats", "compact", "expire", "overwrite"]
+)
 def test_killed_at_random_points_neither_lies_nor_leaves_debris(base: Path, name: str) -> None:
     whole = _run(base, name, None, signal.SIGINT)
     assert whole["rc"] == 0, whole["err"]

@@ -132,12 +132,12 @@ def test_python_gets_usage_errors_naming_the_mismatch(warehouse: Path) -> None:
         append(table, nulls)
 
 
-def _read_only(warehouse: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``puffin ARGS`` with the warehouse mounted read-only in a private mount namespace
-    (root only; the mount disappears with the process)."""
+def _read_only(warehouse: Path, *args: str, only: str = "") -> subprocess.CompletedProcess[str]:
+    """``puffin ARGS`` with the warehouse (``only``: that file of it) mounted read-only in a
+    private mount namespace (root only; the mount disappears with the process)."""
     if shutil.which("unshare") is None:
         pytest.skip("no unshare(1) to mount the warehouse read-only")
-    wh = str(warehouse)
+    wh = str(warehouse / only) if only else str(warehouse)
     command = " ".join(
         ["mount --bind", repr(wh), repr(wh), "&& mount -o remount,bind,ro", repr(wh),
          "&& exec", repr(sys.executable), "-m puffin", *[repr(a) for a in args]]
@@ -162,14 +162,48 @@ def test_a_read_only_warehouse_serves_readers_and_refuses_writers(
         result = _read_only(warehouse, "table", *args, *w)
         assert result.returncode in (0, 1), result.stderr  # stats show: none computed yet
         assert "internal error" not in result.stderr, result.stderr
-    for args in (["delete", "db.t", "--where", "id = 1"], ["stats", "compute", "db.t"],
-                 ["append", "db.t", str(files["nullable"])], ["upgrade", "db.t"],
-                 ["add-files", "db.t", str(files["nullable"])]):
+    for args in [*_writers(files), ["remove-orphans", "db.t", "--delete"]]:
         result = _read_only(warehouse, "table", *args, *w)
         if args[0] == "upgrade" and result.returncode == 0:
             continue  # already v3: nothing to write
         assert result.returncode == 2, (args, result.stderr)
         assert "read-only" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def _writers(files: dict[str, Path]) -> list[list[str]]:
+    """Every command that writes to a table, with arguments that would make it write."""
+    return [
+        ["delete", "db.t", "--where", "id = 1"], ["stats", "compute", "db.t"],
+        ["append", "db.t", str(files["nullable"])], ["upgrade", "db.t"],
+        ["add-files", "db.t", str(files["nullable"])], ["compact", "db.t"],
+        ["expire", "db.t", "--older-than", "0s"], ["rewrite-deletes", "db.t"],
+        ["rewrite-manifests", "db.t"],
+    ]
+
+
+@pytest.mark.slow  # about 20 s: every command in a mount namespace
+def test_a_read_only_catalog_database_refuses_every_writer(
+    tmp_path: Path, files: dict[str, Path]
+) -> None:
+    """catalog.db alone read-only, the table folders writable: every writing command exits
+    2 with one line naming the database, and nothing is left in the table's folders."""
+    warehouse = tmp_path
+    upgrade_to_v3(create_sample_table(local_catalog(warehouse), "db.t", rows=100, files=1))
+    w = ["--warehouse", str(warehouse)]
+    table = warehouse / "db" / "t"
+    before = sorted(p.name for p in table.rglob("*"))
+    for args in (["verify", "db.t"], ["scan", "db.t", "--limit", "3"], ["stats", "show", "db.t"]):
+        result = _read_only(warehouse, "table", *args, *w, only="catalog.db")
+        assert result.returncode in (0, 1), result.stderr
+        assert "internal error" not in result.stderr, result.stderr
+    for args in _writers(files):
+        result = _read_only(warehouse, "table", *args, *w, only="catalog.db")
+        if args[0] == "upgrade" and result.returncode == 0:
+            continue  # already v3: nothing to write
+        assert result.returncode == 2, (args, result.stderr)
+        assert "catalog database" in result.stderr and "read-only" in result.stderr
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert sorted(p.name for p in table.rglob("*")) == before
 
 
 def test_json_error_documents(warehouse: Path, files: dict[str, Path]) -> None:

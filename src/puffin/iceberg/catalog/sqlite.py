@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 __all__ = [
     "BUSY_TIMEOUT_ENV",
     "busy_timeout",
+    "database_of",
     "database_uri",
     "is_locked",
     "is_read_only",
+    "is_read_only_database",
     "locked_error",
     "shareable",
     "use_wal",
@@ -102,6 +104,26 @@ def shareable(
         connect_args={"timeout": timeout},
     )
     return catalog
+
+
+def database_of(catalog: Catalog) -> tuple[Path, bool] | None:
+    """The SQLite database file behind a SQL catalog, and whether it was opened read-only
+    (:func:`database_uri`'s two forms); ``None`` for any other catalog."""
+    from urllib.parse import unquote, urlsplit
+
+    uri = str(getattr(catalog, "properties", {}).get("uri", ""))
+    if not uri.startswith("sqlite:///") or uri == "sqlite:///:memory:":
+        return None
+    rest = uri.removeprefix("sqlite:///")
+    if rest.startswith("file:") and "immutable=1" in rest:
+        return Path(unquote(unquote(urlsplit(rest).path))), True
+    return Path(unquote(rest)), False
+
+
+def is_read_only_database(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "attempt to write a readonly database"."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return "OperationalError" in names and "readonly database" in str(exc).lower()
 
 
 def is_locked(exc: BaseException) -> bool:

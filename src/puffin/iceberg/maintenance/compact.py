@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import UsageError
+from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.rows import require_v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
@@ -33,7 +33,7 @@ from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.scan.rows import RowReader
 from puffin.iceberg.writes._streaming import FileTarget
-from puffin.iceberg.writes.append import write_data_files
+from puffin.iceberg.writes.append import statistics_left, write_data_files
 from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
@@ -129,7 +129,13 @@ def rewrite_data_files(
     result = with_retries(table, attempt, max_attempts)
     if result.snapshot_id is None or statistics == "none":
         return result
-    return _with_statistics(result, progress)
+    try:
+        return _with_statistics(result, progress)
+    except InterruptedAfterCommit as exc:  # the statistics' own commit landed
+        raise InterruptedAfterCommit(result.snapshot_id, result.table) from exc
+    except KeyboardInterrupt as exc:
+        left = statistics_left(result.table)
+        raise InterruptedAfterCommit(result.snapshot_id, result.table, left) from exc
 
 
 def _check(fraction: float, inputs: int, target: int | None, statistics: str) -> None:

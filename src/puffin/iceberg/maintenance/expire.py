@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import UsageError
+from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations
 from puffin.iceberg.metadata.commits import main_branch_requirements, with_retries
 from puffin.iceberg.metadata.retention import (
@@ -27,7 +27,9 @@ from puffin.iceberg.metadata.retention import (
     expired_snapshots,
 )
 from puffin.iceberg.metadata.v3 import commit
+from puffin.iceberg.metadata.versions import newer_metadata
 from puffin.iceberg.verify.orphans import kind_of, reachable_files
+from puffin.io.locations import location_key
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -111,15 +113,41 @@ def expire_snapshots(
     now = {s.snapshot_id for s in committed.metadata.snapshots}
     removed = sorted({s.snapshot_id for s in old.snapshots} - now)
     deletions = Deletions(committed, TableLocations.of(committed, allow_prefixes))
-    if removed:
-        # What the table reaches now, read after the commit: a file a concurrent commit has
-        # just made reachable again is kept.
-        live = reachable_files(committed.refresh(), live_only=True)
-        for location in sorted(reachable_files(table, old) - live):
-            deletions.delete(location, kind_of(location))
+    try:
+        if removed:
+            _delete_unreached(table, committed, old, deletions)
+    except KeyboardInterrupt as exc:  # the expiry stands; what is left is orphans
+        snapshot = committed.current_snapshot()
+        raise InterruptedAfterCommit(
+            snapshot.snapshot_id if snapshot else None,
+            committed,
+            "some files only the expired snapshots reached were not deleted: "
+            "`puffin table remove-orphans` (remove_orphan_files) removes them",
+        ) from exc
     return ExpireResult(
         committed,
         removed,
         {k: (v[0], v[1]) for k, v in sorted(deletions.deleted.items())},
         deletions.skipped_outside_table,
     )
+
+
+def _delete_unreached(
+    table: Table, committed: Table, old: TableMetadata, deletions: Deletions
+) -> None:
+    """Delete what only the expired snapshots reached. What the table reaches now is read
+    after the commit, so a file a concurrent commit has just made reachable again is kept,
+    as is anything a metadata file newer than the catalog's reaches (a commit in flight, or
+    another catalog writing to the same folder)."""
+    current = committed.refresh()
+    newer = newer_metadata(current)
+    if any(n.metadata is None for n in newer):
+        return  # what it reaches is unknown: its files stay, as orphans at worst
+    live = reachable_files(current, live_only=True)
+    for n in newer:
+        if n.metadata is not None:
+            live |= reachable_files(current, n.metadata)
+    kept = {location_key(p) for p in live}
+    for location in sorted(reachable_files(table, old)):
+        if location_key(location) not in kept:
+            deletions.delete(location, kind_of(location))

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from puffin.errors import NewerMetadataError, UsageError
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
+from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
 from puffin.iceberg.metadata.versions import metadata_version, newer_metadata
 from puffin.iceberg.verify.orphans import DEFAULT_OLDER_THAN, Orphan, find_orphans, referenced_files
@@ -103,6 +104,8 @@ def remove_orphan_files(
             "still in flight; pass allow_short_grace_period=True (--allow-short-grace-period "
             "on the command line) only when no writer can be running"
         )
+    if not dry_run:
+        require_writable_location(table, catalog=False)  # a read-only mount: say so first
     table = table.refresh()
     protected = _protected(table, grace)
     deletions = Deletions(table, TableLocations.of(table, allow_prefixes))

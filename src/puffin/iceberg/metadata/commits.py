@@ -22,7 +22,7 @@ from puffin.errors import (
     TableFileNotFoundError,
     UsageError,
 )
-from puffin.iceberg.catalog.sqlite import is_locked, locked_error
+from puffin.iceberg.catalog.sqlite import is_locked, is_read_only_database, locked_error
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import file_gone, missing_location, vanished
 
@@ -36,6 +36,7 @@ __all__ = [
     "committed_or_interrupted",
     "is_conflict",
     "main_branch_requirements",
+    "read_only_catalog",
     "require_writable_location",
     "snapshot_updates",
     "with_retries",
@@ -79,6 +80,9 @@ def with_retries(
         except InterruptedAfterCommit:
             raise  # the table references every file written: none is removed
         except BaseException as exc:
+            if is_read_only_database(exc):  # made read-only after the check above
+                _discard(table, [*written, *kept], exc)
+                raise _read_only_catalog_error(table) from exc
             gone = vanished(exc, [*written, *kept])
             retry = gone is None and (is_conflict(exc) or _table_file_missing(table, exc))
             last = number == max_attempts or not retry
@@ -115,9 +119,10 @@ def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
     return committed
 
 
-def require_writable_location(table: Table) -> None:
+def require_writable_location(table: Table, *, catalog: bool = True) -> None:
     """Refuse, before any work, to write where it cannot go right: a table folder that is
-    read-only to this process (a read-only mount), or a location pyiceberg's file IO would
+    read-only to this process (a read-only mount or folder), an embedded catalog database
+    it cannot write (``catalog``: the job commits), or a location pyiceberg's file IO would
     cut short (a ``#`` or ``?``, :func:`puffin.io.locations.cut_by_pyiceberg`: its files would
     land elsewhere).  A :class:`UsageError` naming the location either way."""
     from puffin.io.locations import cut_by_pyiceberg, local_path
@@ -132,7 +137,7 @@ def require_writable_location(table: Table) -> None:
         if local is not None and _read_only(local):
             raise UsageError(
                 f"the table's {name} {local} is read-only (a read-only mount or folder): "
-                "nothing was written; reading commands (verify, stats show, dv) work, "
+                "nothing was written; reading commands (verify, scan, stats show) work, "
                 "writing ones need write access"
             )
         mark = cut_by_pyiceberg(location)
@@ -142,6 +147,30 @@ def require_writable_location(table: Table) -> None:
                 "IO cuts a location short, so its files would be written outside the "
                 "table: nothing was written; move the table to a location without '#' or '?'"
             )
+    if catalog:
+        _require_writable_catalog(table)
+
+
+def _require_writable_catalog(table: Table) -> None:
+    import os
+
+    from puffin.iceberg.catalog.sqlite import database_of
+
+    found = database_of(table.catalog)
+    if found is None:
+        return
+    database, opened_read_only = found
+    if opened_read_only or not os.access(database, os.W_OK):
+        raise read_only_catalog(database)
+
+
+def read_only_catalog(database: object) -> UsageError:
+    """The error of a commit to an embedded catalog this process cannot write."""
+    return UsageError(
+        f"the catalog database {database} is read-only to this process (a read-only mount, "
+        "or its permissions): nothing was committed; reading commands (verify, scan, stats "
+        "show) work, writing ones need write access to it"
+    )
 
 
 def _read_only(path: str) -> bool:
@@ -154,6 +183,13 @@ def _read_only(path: str) -> bool:
             return False
         path = parent
     return bool(path) and not os.access(path, os.W_OK)
+
+
+def _read_only_catalog_error(table: Table) -> UsageError:
+    from puffin.iceberg.catalog.sqlite import database_of
+
+    found = database_of(table.catalog)
+    return read_only_catalog(found[0] if found else "of the catalog")
 
 
 def _table_file_missing(table: Table, exc: BaseException) -> bool:

@@ -2,11 +2,12 @@
 
 Every commit writes ``<version>-<uuid>.metadata.json`` (Hadoop tables ``v<version>...``) one
 version above the file it replaces, into the folder of the current metadata file, *before*
-the catalog swaps its pointer. A metadata file numbered above the current one is therefore
-either a commit in flight (it is about to become current, and every file it references must
-stay) or a table history the catalog does not know: another catalog writing to the same
-folder, a copy of a warehouse whose catalog still names the original's paths, or the debris
-of a failed commit. Orphan cleanup keeps everything such a file reaches, and refuses to run
+the catalog swaps its pointer. A metadata file numbered above the current one (or beside
+it, at the same version) that the current one does not log is therefore either a commit in
+flight (it is about to become current, and every file it references must stay) or a table
+history the catalog does not know: another catalog writing to the same folder, a copy of a
+warehouse whose catalog still names the original's paths, or the debris of a failed
+commit. Orphan cleanup keeps everything such a file reaches, and refuses to run
 at all when one is older than its grace period (no commit stays in flight that long);
 ``verify_table`` warns about it.
 """
@@ -66,7 +67,11 @@ class NewerMetadata:
 
     def describe(self, current_version: int | None) -> str:
         """Why this file matters, for an error or a warning."""
-        above = f"above the current version {current_version}" if current_version else "newer"
+        above = (
+            f"at or above the current version {current_version}"
+            if current_version is not None
+            else "newer"
+        )
         if self.metadata is None:
             return f"numbered {above} and unreadable ({self.unreadable})"
         if not self.based_on_current:
@@ -83,8 +88,11 @@ class NewerMetadata:
 
 def newer_metadata(table: Table) -> list[NewerMetadata]:
     """The metadata files in the folder of the table's current metadata file that are
-    numbered above it, oldest first. Only local tables are listed (an object store's folder
-    is not); a current file without a number makes every numbered file newer."""
+    numbered at or above it (itself and the files its log names aside), oldest first: a
+    sibling of the current version is another history's (a stale copy of the catalog that
+    committed, or a failed commit's debris). Only local tables are listed (an object store's
+    folder is not); when the current file has no number, files newer by their own
+    ``last-updated-ms`` count."""
     current = table.metadata_location
     folder = local_path(os.path.dirname(current))
     if folder is None or not os.path.isdir(folder):
@@ -96,8 +104,8 @@ def newer_metadata(table: Table) -> list[NewerMetadata]:
         version = metadata_version(name)
         if version is None or name in logged or name == os.path.basename(current):
             continue
-        if floor is not None and version <= floor:
-            continue
+        if floor is not None and version < floor:
+            continue  # a sibling of the same version counts: another history's
         path = os.path.join(folder, name)
         try:
             mtime = os.stat(path).st_mtime

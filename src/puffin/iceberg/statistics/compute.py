@@ -128,7 +128,7 @@ def compute_table_statistics(
         stats = compute_table_statistics(catalog.load_table("db.events"))
         print(stats.statistics_path, [b.properties["ndv"] for b in stats.blob_metadata])
     """
-    require_writable_location(table)  # before the scan, not after it
+    require_writable_location(table, catalog=commit)  # before the scan, not after it
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:

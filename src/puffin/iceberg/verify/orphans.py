@@ -65,7 +65,7 @@ def referenced_files(
 ) -> set[str]:
     """Every file the table metadata references, in any snapshot, as :func:`location_key`
     keys: metadata files, manifest lists, manifests, data and delete files, statistics.
-    ``newer``: metadata files numbered above the current one
+    ``newer``: metadata files numbered at or above the current one
     (:func:`~puffin.iceberg.metadata.versions.newer_metadata`), which count as referenced
     with everything they reach. ``before_read`` is called with each manifest list and
     manifest before it is read (a cleanup puts back a file it had set aside)."""
