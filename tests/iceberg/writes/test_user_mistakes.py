@@ -213,3 +213,65 @@ def test_json_error_documents(warehouse: Path, files: dict[str, Path]) -> None:
     assert result.returncode == 2 and doc["ok"] is False
     assert doc["command"] == "table append" and doc["error"]["type"] == "UsageError"
     check_shape(doc, documented_shape("error"))
+
+
+def test_a_relative_table_location_is_named_as_such(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from puffin.iceberg import sample_schema
+
+    monkeypatch.chdir(tmp_path)
+    catalog = local_catalog(tmp_path / "wh")
+    catalog.create_namespace("db")
+    catalog.create_table("db.r", schema=sample_schema(), location="wh/db/r")
+    monkeypatch.chdir("/")
+    result = _puffin("table", "scan", "db.r", "--warehouse", str(tmp_path / "wh"))
+    assert result.returncode == 1, result.stderr
+    assert "relative metadata location 'wh/db/r/metadata/" in result.stderr
+    assert "run from the folder it was created in" in result.stderr
+
+
+def test_a_missing_metadata_file_names_the_newest_one_left(tmp_path: Path) -> None:
+    from puffin.io.locations import local_path
+
+    table = create_sample_table(local_catalog(tmp_path), "db.t", rows=10, files=1)
+    current = Path(local_path(table.metadata_location) or "")
+    current.unlink()
+    result = _puffin("table", "verify", "db.t", "--warehouse", str(tmp_path))
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert f"names the metadata file {table.metadata_location}, which is missing" in result.stderr
+    newest = sorted(current.parent.glob("*.metadata.json"))[-1]
+    assert f"the newest metadata file in its folder is {newest}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("category in (1, 2.5)", "2.5 is not a whole number"),
+        ("category in (1, 'a')", "mixes quoted text and numbers"),
+        ("category >", "cannot parse the row filter 'category >': pyiceberg's syntax"),
+    ],
+)
+def test_row_filter_mistakes_say_what_is_wrong(warehouse: Path, where: str, message: str) -> None:
+    result = _puffin("table", "scan", "db.t", "--where", where, "--warehouse", str(warehouse))
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_list_of_whole_and_decimal_numbers_is_one_list(warehouse: Path) -> None:
+    """pyiceberg's parser refuses ``amount in (1, 2.5)``; it means ``amount in (1.0, 2.5)``."""
+    from puffin.iceberg import scan_table
+
+    table = local_catalog(warehouse).load_table("db.t")
+    mixed = scan_table(table, row_filter="id in (1, 2.0, 3)").to_arrow()
+    assert sorted(mixed.column("id").to_pylist()) == [i for i in (1, 2, 3) if i < 100]
+
+
+def test_v3_only_maintenance_says_why(tmp_path: Path) -> None:
+    from puffin.errors import UnsupportedTableError
+    from puffin.iceberg import rewrite_data_files, rewrite_manifests
+
+    table = create_sample_table(local_catalog(tmp_path), "db.t", rows=10, files=1)
+    with pytest.raises(UnsupportedTableError, match=r"manifests in the v3 format only"):
+        rewrite_manifests(table)
+    with pytest.raises(UnsupportedTableError, match=r"row lineage, which only v3 has"):
+        rewrite_data_files(table)

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 from puffin.errors import (
     CatalogNotFoundError,
     SnapshotNotFoundError,
+    TableError,
+    TableFileNotFoundError,
     TableNotFoundError,
     UsageError,
 )
@@ -168,6 +170,8 @@ def load_table(catalog: Catalog, identifier: str | tuple[str, ...]) -> Table:
         return catalog.load_table(identifier)
     except (NoSuchTableError, NoSuchNamespaceError):
         pass
+    except FileNotFoundError as exc:
+        raise _missing_metadata(catalog, identifier, name, exc) from None
     _forget_if_empty(catalog)
     hint = ""
     try:
@@ -181,6 +185,36 @@ def load_table(catalog: Catalog, identifier: str | tuple[str, ...]) -> Table:
     except Exception:  # the hint is a courtesy; the error below is the message
         pass
     raise TableNotFoundError(f"table {name!r} not found in catalog {catalog.name!r}{hint}")
+
+
+def _missing_metadata(
+    catalog: Catalog, identifier: str | tuple[str, ...], name: str, exc: FileNotFoundError
+) -> TableError:
+    """The error of a table whose metadata file the catalog names but that cannot be read:
+    a relative location (it resolves against the working folder), or a file that is gone."""
+    from puffin.iceberg.catalog import sqlite
+    from puffin.io.locations import is_url, local_path
+
+    stored = sqlite.stored_metadata_location(catalog, catalog.identifier_to_tuple(identifier))
+    if stored is not None and not is_url(stored) and not os.path.isabs(stored):
+        return TableError(
+            f"table {name!r} has the relative metadata location {stored!r}, which resolves "
+            f"against the working folder ({os.getcwd()}): run from the folder it was created "
+            "in, or register the table anew with an absolute location"
+        )
+    where = stored or str(exc.filename or exc)
+    folder = local_path(os.path.dirname(where)) if stored else None
+    newest = sorted(Path(folder).glob("*.metadata.json")) if folder else []
+    hint = (
+        f"; the newest metadata file in its folder is {newest[-1]}: register it "
+        "(pyiceberg's catalog.register_table) if it is this table's"
+        if newest
+        else ""
+    )
+    return TableFileNotFoundError(
+        f"table {name!r}: the catalog names the metadata file {where}, which is missing "
+        f"(deleted outside any commit?){hint}"
+    )
 
 
 def resolve_snapshot(table: Table, snapshot_id: int | None) -> Snapshot:

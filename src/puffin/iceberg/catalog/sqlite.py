@@ -36,6 +36,7 @@ __all__ = [
     "is_read_only_database",
     "locked_error",
     "shareable",
+    "stored_metadata_location",
     "use_wal",
 ]
 
@@ -118,6 +119,24 @@ def database_of(catalog: Catalog) -> tuple[Path, bool] | None:
     if rest.startswith("file:") and "immutable=1" in rest:
         return Path(unquote(unquote(urlsplit(rest).path))), True
     return Path(unquote(rest)), False
+
+
+def stored_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> str | None:
+    """The metadata location a SQL catalog's row names for a table, as stored (``None`` for
+    another catalog, or no such row)."""
+    from sqlalchemy import text
+
+    engine = getattr(catalog, "engine", None)
+    if engine is None or database_of(catalog) is None or len(identifier) < 2:
+        return None
+    query = text(
+        "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = :c AND "
+        "table_namespace = :n AND table_name = :t"
+    )
+    names = {"c": catalog.name, "n": ".".join(identifier[:-1]), "t": identifier[-1]}
+    with engine.connect() as conn:
+        row = conn.execute(query, names).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 def is_read_only_database(exc: BaseException) -> bool:

@@ -56,12 +56,13 @@ class DeleteResult:
         return self.vectors[0].path if self.vectors else None
 
 
-def require_v3(table: Table, action: str) -> None:
-    """Refuse row deletes on a v1/v2 table, naming the way out (also used by puffin.spark)."""
+def require_v3(table: Table, action: str, why: str = "deletion vectors") -> None:
+    """Refuse ``action`` on a v1/v2 table, saying ``why`` it needs v3 and the way out (also
+    used by maintenance and puffin.spark)."""
     version = table.metadata.format_version
     if version < 3:
         raise UnsupportedTableError(
-            f"{action} needs an Iceberg v3 table (deletion vectors); this table is format "
+            f"{action} needs an Iceberg v3 table ({why}); this table is format "
             f"version {version}: upgrade it first (`puffin table upgrade TABLE` on the "
             "command line, puffin.iceberg.upgrade_to_v3(table) in Python)"
         )

@@ -108,7 +108,9 @@ def rewrite_data_files(
         result = rewrite_data_files(table, min_deleted_fraction=0.1)
         print(result.rewritten_files, "files ->", result.added_files)
     """
-    require_v3(table, "rewrite_data_files")
+    require_v3(
+        table, "rewrite_data_files", "its new files keep each row's row lineage, which only v3 has"
+    )
     _check(min_deleted_fraction, min_input_files, target_file_size_bytes, statistics)
     row_filter = None if where is None else check_where(table, where)
     target = target_file_size_bytes or _table_target(table)

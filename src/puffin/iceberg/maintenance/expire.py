@@ -113,17 +113,8 @@ def expire_snapshots(
     now = {s.snapshot_id for s in committed.metadata.snapshots}
     removed = sorted({s.snapshot_id for s in old.snapshots} - now)
     deletions = Deletions(committed, TableLocations.of(committed, allow_prefixes))
-    try:
-        if removed:
-            _delete_unreached(table, committed, old, deletions)
-    except KeyboardInterrupt as exc:  # the expiry stands; what is left is orphans
-        snapshot = committed.current_snapshot()
-        raise InterruptedAfterCommit(
-            snapshot.snapshot_id if snapshot else None,
-            committed,
-            "some files only the expired snapshots reached were not deleted: "
-            "`puffin table remove-orphans` (remove_orphan_files) removes them",
-        ) from exc
+    if removed:
+        _delete_unreached(table, committed, old, deletions)
     return ExpireResult(
         committed,
         removed,
@@ -139,15 +130,24 @@ def _delete_unreached(
     after the commit, so a file a concurrent commit has just made reachable again is kept,
     as is anything a metadata file newer than the catalog's reaches (a commit in flight, or
     another catalog writing to the same folder)."""
-    current = committed.refresh()
-    newer = newer_metadata(current)
-    if any(n.metadata is None for n in newer):
-        return  # what it reaches is unknown: its files stay, as orphans at worst
-    live = reachable_files(current, live_only=True)
-    for n in newer:
-        if n.metadata is not None:
-            live |= reachable_files(current, n.metadata)
-    kept = {location_key(p) for p in live}
-    for location in sorted(reachable_files(table, old)):
-        if location_key(location) not in kept:
-            deletions.delete(location, kind_of(location))
+    try:
+        current = committed.refresh()
+        newer = newer_metadata(current)
+        if any(n.metadata is None for n in newer):
+            return  # what it reaches is unknown: its files stay, as orphans at worst
+        live = reachable_files(current, live_only=True)
+        for n in newer:
+            if n.metadata is not None:
+                live |= reachable_files(current, n.metadata)
+        kept = {location_key(p) for p in live}
+        for location in sorted(reachable_files(table, old)):
+            if location_key(location) not in kept:
+                deletions.delete(location, kind_of(location))
+    except KeyboardInterrupt as exc:  # the expiry stands; what is left is orphans
+        snapshot = committed.current_snapshot()
+        raise InterruptedAfterCommit(
+            snapshot.snapshot_id if snapshot else None,
+            committed,
+            "some files only the expired snapshots reached were not deleted: "
+            "`puffin table remove-orphans` (remove_orphan_files) removes them",
+        ) from exc

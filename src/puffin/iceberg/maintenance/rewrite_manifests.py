@@ -61,7 +61,9 @@ def rewrite_manifests(
 
     from puffin.errors import UsageError
 
-    require_v3(table, "rewrite_manifests")
+    require_v3(
+        table, "rewrite_manifests", "this library writes manifests in the v3 format only"
+    )
     target = target_size_bytes or MergePolicy.of(table).target_size
     if target < 1:
         raise UsageError(f"the target manifest size must be positive: {target}")

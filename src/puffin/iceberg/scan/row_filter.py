@@ -7,6 +7,7 @@ row-filter syntax, and its mistakes (syntax, unknown column) are the caller's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +149,33 @@ def _checked(schema: Any, where: object) -> Any:
     return Checked()
 
 
+_IN_LIST = re.compile(r"\bin\s*\(([^()]*)\)", re.IGNORECASE)
+_WHOLE = re.compile(r"^\s*[-+]?\d+\s*$")
+_DECIMAL = re.compile(r"^\s*[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\s*$")
+
+
+def _one_kind_per_list(where: str) -> str:
+    """``where`` with each ``in (...)`` list of whole and decimal numbers written all as
+    decimals: pyiceberg's parser takes one kind of literal per list, and fails a mixed one
+    at its first character. (Each value is then checked against the column's type.)"""
+
+    def rewrite(match: re.Match[str]) -> str:
+        items = match.group(1).split(",")
+        quoted = [i.strip().startswith("'") for i in items]
+        if any(quoted) and any(_DECIMAL.match(i) for i in items):
+            raise UsageError(
+                f"the list in ({match.group(1).strip()}) of the row filter {where!r} mixes "
+                "quoted text and numbers: a column takes one kind of value"
+            )
+        whole = [bool(_WHOLE.match(i)) for i in items]
+        if all(whole) or not all(_DECIMAL.match(i) for i in items):
+            return match.group(0)
+        items = [f"{i.strip()}.0" if w else i.strip() for i, w in zip(items, whole, strict=True)]
+        return f"in ({', '.join(items)})"
+
+    return _IN_LIST.sub(rewrite, where)
+
+
 def _parse(where: str) -> Any:
     """A row-filter string as pyiceberg parses it; a syntax error is the caller's mistake."""
     from pyiceberg.expressions.parser import parse
@@ -156,10 +184,11 @@ def _parse(where: str) -> Any:
     if not where.strip():
         raise UsageError("the row filter is empty")
     try:
-        return parse(where)
+        return parse(_one_kind_per_list(where))
     except ParseException as exc:
+        at = f" at column {exc.col}" if exc.col > 1 else ""  # 1: no alternative matched
         raise UsageError(
-            f"cannot parse the row filter {where!r} at column {exc.col}: pyiceberg's syntax "
+            f"cannot parse the row filter {where!r}{at}: pyiceberg's syntax "
             "is comparisons (=, !=, <, <=, >, >=), in (...), is null, is nan, like, between, "
             "combined with and, or, not (no arithmetic)"
         ) from None
