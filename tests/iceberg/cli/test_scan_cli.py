@@ -67,6 +67,20 @@ def test_csv_is_the_model(warehouse: Path, model: pa.Table) -> None:
     assert tags == model.column("tag").to_pylist()
 
 
+def test_csv_and_json_write_timestamps_alike(warehouse: Path, model: pa.Table) -> None:
+    """Both say ISO 8601: the same text, ``T`` between date and time, as Python writes it."""
+    import csv
+
+    first = ["--columns", "id,event_time", "--limit", "50"]
+    _, out, _ = _scan(warehouse, *first)
+    _, lines, _ = _scan(warehouse, *first, "--format", "json")
+    from_csv = [row["event_time"] for row in csv.DictReader(io.StringIO(out))]
+    from_json = [json.loads(line)["event_time"] for line in lines.splitlines()]
+    assert from_csv == from_json and len(from_csv) == 50
+    expected = [t.isoformat() for t in model.column("event_time").to_pylist()[:50]]
+    assert from_json == expected and all("T" in t for t in expected)
+
+
 def test_json_lines_with_a_filter_and_a_limit(warehouse: Path, model: pa.Table) -> None:
     status, out, _ = _scan(
         warehouse, "--where", "id >= 1000", "--columns", "id,price,day,session_id",

@@ -171,7 +171,8 @@ def _json_value(value: Any) -> Any:
 
 def _printable(batch: pa.RecordBatch, *, nested_as_json: bool) -> pa.RecordBatch:
     """Columns text formats can hold: uuids as text, binary as base64, and (for csv)
-    nested values as JSON text."""
+    nested values as JSON text and timestamps as json writes them (pyarrow's csv writer
+    puts a space between date and time)."""
     import pyarrow as pa
 
     columns, names = [], batch.schema.names
@@ -185,6 +186,8 @@ def _printable(batch: pa.RecordBatch, *, nested_as_json: bool) -> pa.RecordBatch
             column = _texts(column, lambda v: base64.b64encode(v).decode())
         elif nested_as_json and pa.types.is_nested(kind):
             column = _texts(column, lambda v: json.dumps(v, default=_json_value))
+        elif nested_as_json and pa.types.is_timestamp(kind):  # ISO 8601 as json writes it
+            column = _texts(column, _json_value)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=names)
 
