@@ -172,7 +172,7 @@ def _command_path(args: argparse.Namespace) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return the exit status."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    words = _attach_dash_values(list(sys.argv[1:] if argv is None else argv))
     early = global_options(words)
     try:
         parser = build_parser(debug=early.debug, command=early.command)
@@ -214,6 +214,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "json", False) is True and status != EXIT_BROKEN_PIPE:
             _json_error(command, error, status)
         return status
+
+
+# Options whose value may start with '-' (a negative age): argparse reads "-1d" as an option
+# and says only "expected one argument"; as --older-than=-1d, the command's own check says
+# what is wrong with the value.
+_DASH_VALUES = frozenset({"--older-than"})
+
+
+def _attach_dash_values(words: list[str]) -> list[str]:
+    out: list[str] = []
+    pending = False
+    for word in words:
+        if pending and word[:1] == "-" and word[1:2].isdigit():
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+        pending = word in _DASH_VALUES
+    return out
 
 
 def run() -> None:

@@ -1,8 +1,9 @@
-"""``puffin table ...``: table statistics, verification and row deletes from the command line.
+"""``puffin table ...``: the command group, and its statistics, verify and sample commands.
 
-``puffin table stats compute TABLE``, ``puffin table stats show TABLE``,
-``puffin table verify TABLE``, ``puffin table sample TABLE``, and (in
-:mod:`._cli_deletes`) ``puffin table upgrade|delete|dv TABLE``.  The catalog is
+``puffin table stats compute|update|show TABLE``, ``puffin table verify TABLE`` and ``puffin
+table sample TABLE`` are here; the other subcommands in one module per concern (deletes,
+maintenance, rewrites, writes, scan, alter), each declared through
+:class:`~puffin.iceberg.cli._base.TableCommands`.  The catalog is
 ``--catalog NAME`` from pyiceberg's configuration (``~/.pyiceberg.yaml``,
 ``PYICEBERG_CATALOG__NAME__*``), or ``--warehouse DIR`` for the embedded SQLite catalog in
 ``DIR``; with neither, pyiceberg's default catalog if configured, else the embedded catalog
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from puffin.blobs.standard import NDV
 from puffin.cli.output import print_json
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
+from puffin.iceberg.cli._base import TableCommands, show_help
+from puffin.iceberg.cli.alter import add_alter_command
 from puffin.iceberg.cli.deletes import add_delete_commands
 from puffin.iceberg.cli.maintenance import add_maintenance_commands
 from puffin.iceberg.cli.rewrites import add_rewrite_commands
@@ -49,22 +52,33 @@ Exit status 1 when a problem is found.
 """
 
 
-def _catalog_options() -> argparse.ArgumentParser:
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("catalog")
-    group.add_argument(
-        "--catalog",
-        metavar="NAME",
-        help="catalog name from ~/.pyiceberg.yaml or PYICEBERG_CATALOG__NAME__* variables "
-        "(default: pyiceberg's default catalog if configured, else the embedded SQLite catalog)",
+def register_cli(subparsers: Any) -> None:
+    """Add the ``table`` command group to the ``puffin`` command's subparsers."""
+    table = subparsers.add_parser(
+        "table",
+        help="Iceberg tables: statistics, row deletes, maintenance, scans and checks "
+        "(needs the iceberg extra)",
+        description="Work on Iceberg tables through pyiceberg: compute and show NDV "
+        "statistics, delete rows with deletion vectors (v3), load and scan data, keep the "
+        "table healthy (compact, expire, remove orphans), change its schema and properties, "
+        "and verify the Puffin files the metadata references.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    group.add_argument(
-        "--warehouse",
-        metavar="DIR",
-        help="use the embedded SQLite catalog in DIR (DIR/catalog.db); default "
-        "$PUFFIN_WAREHOUSE or ./warehouse",
-    )
-    return parent
+    table.set_defaults(func=show_help(table))
+    groups = table.add_subparsers(dest="table_command", metavar="COMMAND")
+    commands = TableCommands(groups, _open_table)
+    _add_stats(commands)
+    _add_verify(commands)
+    _add_sample(commands)
+    for add in (
+        add_delete_commands,
+        add_maintenance_commands,
+        add_rewrite_commands,
+        add_write_commands,
+        add_scan_command,
+        add_alter_command,
+    ):
+        add(commands)
 
 
 def add_progress_option(parser: argparse.ArgumentParser, when: str) -> None:
@@ -74,56 +88,14 @@ def add_progress_option(parser: argparse.ArgumentParser, when: str) -> None:
     add(parser, when)
 
 
-def _parents() -> list[argparse.ArgumentParser]:
-    parents = [_catalog_options()]
-    try:
-        from puffin.cli import common_options
-
-        parents.append(common_options())
-    except ImportError:  # pragma: no cover - the CLI package is part of the library
-        pass
-    return parents
-
-
-def register_cli(subparsers: Any) -> None:
-    """Add the ``table`` command group to the ``puffin`` command's subparsers."""
-    fmt = argparse.RawDescriptionHelpFormatter
-    table = subparsers.add_parser(
-        "table",
-        help="Iceberg table statistics, row deletes and checks (needs the iceberg extra)",
-        description="Work on Iceberg tables through pyiceberg: compute and show NDV "
-        "statistics, delete rows with deletion vectors (v3), verify the Puffin files the "
-        "metadata references.",
-        formatter_class=fmt,
-    )
-    table.set_defaults(func=_help(table))
-    groups = table.add_subparsers(dest="table_command", metavar="COMMAND")
-    _add_stats(groups)
-    _add_verify(groups)
-    _add_sample(groups)
-    add_delete_commands(groups, _parents, _open_table)
-    add_maintenance_commands(groups, _parents, _open_table)
-    add_rewrite_commands(groups, _parents, _open_table)
-    add_write_commands(groups, _parents, _open_table)
-    add_scan_command(groups, _parents, _open_table)
-
-
-def _add_stats(groups: Any) -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
-    stats = groups.add_parser(
-        "stats", help="compute or show table statistics (theta sketches)", formatter_class=fmt
-    )
-    stats.set_defaults(func=_help(stats))
-    stats_cmds = stats.add_subparsers(dest="stats_command", metavar="COMMAND")
-
-    compute = stats_cmds.add_parser(
+def _add_stats(commands: TableCommands) -> None:
+    stats = commands.group("stats", help="compute or show table statistics (theta sketches)")
+    compute = stats.add(
         "compute",
+        _run_compute,
         help="compute NDV sketches of a snapshot and commit them as its statistics file",
-        parents=_parents(),
         epilog=_EPILOG_COMPUTE,
-        formatter_class=fmt,
     )
-    compute.add_argument("table", help="table identifier, e.g. db.events")
     compute.add_argument(
         "--columns", help="comma-separated column names (default: all primitive columns)"
     )
@@ -133,72 +105,51 @@ def _add_stats(groups: Any) -> None:
         action="store_true",
         help="write the statistics file but do not register it in the table",
     )
-    compute.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_option(compute, "for every data file read")
-    compute.set_defaults(func=_run_compute)
 
-    update = stats_cmds.add_parser(
+    update = stats.add(
         "update",
+        _run_update,
         help="bring statistics to the current snapshot: sketch only what was added since",
-        parents=_parents(),
-        formatter_class=fmt,
     )
-    update.add_argument("table", help="table identifier, e.g. db.events")
     update.add_argument("--full", action="store_true", help="sketch every live row again")
-    update.add_argument("--json", action="store_true", help="print the result as JSON")
     add_progress_option(update, "for every data file read")
-    update.set_defaults(func=_run_update)
 
-    show = stats_cmds.add_parser(
+    show = stats.add(
         "show",
+        _run_show,
         help="print each column's ndv and sketch bounds from the snapshot's statistics file",
-        parents=_parents(),
-        formatter_class=fmt,
     )
-    show.add_argument("table", help="table identifier, e.g. db.events")
     show.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
-    show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(func=_run_show)
 
 
-def _add_verify(groups: Any) -> None:
-    verify = groups.add_parser(
+def _add_verify(commands: TableCommands) -> None:
+    verify = commands.add(
         "verify",
+        _run_verify,
         help="check the statistics files and deletion vectors the table references",
-        parents=_parents(),
         epilog=_EPILOG_VERIFY,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    verify.add_argument("table", help="table identifier, e.g. db.events")
     verify.add_argument(
         "--snapshot-id",
         type=int,
         help="snapshot whose deletion vectors to check (default: current)",
     )
-    verify.add_argument("--json", action="store_true", help="print JSON")
-    verify.set_defaults(func=_run_verify)
 
 
-def _add_sample(groups: Any) -> None:
-    sample = groups.add_parser(
+def _add_sample(commands: TableCommands) -> None:
+    sample = commands.add(
         "sample",
+        _run_sample,
         help="create a sample table (9 column types) in the catalog",
-        parents=_parents(),
+        json=False,
+        opens=False,
+        table_help="table identifier to create, e.g. demo.events",
     )
-    sample.add_argument("table", help="table identifier to create, e.g. demo.events")
     sample.add_argument("--rows", type=int, default=1_000_000, help="rows (default 1000000)")
     sample.add_argument("--files", type=int, default=4, help="data files (default 4)")
     sample.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     sample.add_argument("--replace", action="store_true", help="drop the table first if it exists")
-    sample.set_defaults(func=_run_sample)
-
-
-def _help(parser: argparse.ArgumentParser) -> Any:
-    def show_help(args: argparse.Namespace) -> int:
-        parser.print_help(sys.stderr)
-        return 2
-
-    return show_help
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -221,8 +172,7 @@ def _open_table(args: argparse.Namespace) -> Table:
     return load_table(catalog, args.table)
 
 
-def _run_compute(args: argparse.Namespace) -> int:
-    table = _open_table(args)  # first: a missing extra is named before any import
+def _run_compute(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.statistics.compute import SkippedColumnWarning, compute_table_statistics
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
@@ -241,8 +191,7 @@ def _run_compute(args: argparse.Namespace) -> int:
     return _print_stats(args, table, stats, "table stats compute", not args.no_commit)
 
 
-def _run_update(args: argparse.Namespace) -> int:
-    table = _open_table(args)  # first: a missing extra is named before any import
+def _run_update(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.statistics.update import update_table_statistics
 
     stats = update_table_statistics(table, full=args.full, progress=args.progress)
@@ -278,8 +227,7 @@ def _names(table: Table) -> dict[int, str]:
     return column_names(table.schema())
 
 
-def _run_show(args: argparse.Namespace) -> int:
-    table = _open_table(args)  # first: a missing extra is named before any import
+def _run_show(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.statistics.files import read_table_statistics
 
     stats = read_table_statistics(table, snapshot_id=args.snapshot_id)
@@ -325,8 +273,7 @@ def _run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_verify(args: argparse.Namespace) -> int:
-    table = _open_table(args)  # first: a missing extra is named before any import
+def _run_verify(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.verify.table import verify_table
 
     report = verify_table(table, snapshot_id=args.snapshot_id)
@@ -347,7 +294,7 @@ def _run_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _run_sample(args: argparse.Namespace) -> int:
+def _run_sample(args: argparse.Namespace, _: None) -> int:
     from puffin.iceberg.catalog.catalogs import load_catalog
     from puffin.iceberg.catalog.sample import create_sample_table
 

@@ -9,10 +9,10 @@ runs, and lets the :mod:`puffin.errors` tree set the exit status (a v2 table giv
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from puffin.cli.output import print_json
+from puffin.iceberg.cli._base import TableCommands
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -43,47 +43,26 @@ left as it is.
 """
 
 
-def add_delete_commands(
-    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
-) -> None:
+def add_delete_commands(commands: TableCommands) -> None:
     """Add ``upgrade``, ``delete`` and ``dv`` to the ``puffin table`` subparsers."""
-    fmt = argparse.RawDescriptionHelpFormatter
-    upgrade = groups.add_parser(
+    commands.add(
         "upgrade",
+        _run_upgrade,
         help="move a table to Iceberg format version 3 (position deletes become DVs)",
-        parents=parents(),
         epilog=_EPILOG_UPGRADE,
-        formatter_class=fmt,
     )
-    upgrade.add_argument("table", help="table identifier, e.g. db.events")
-    upgrade.add_argument("--json", action="store_true", help="print the result as JSON")
-    upgrade.set_defaults(func=lambda args: _run_upgrade(args, open_table(args)))
-
-    delete = groups.add_parser(
+    delete = commands.add(
         "delete",
+        _run_delete,
         help="delete the rows matching a condition with deletion vectors (v3 tables)",
-        parents=parents(),
         epilog=_EPILOG_DELETE,
-        formatter_class=fmt,
     )
-    delete.add_argument("table", help="table identifier, e.g. db.events")
     delete.add_argument("--where", required=True, metavar="COND", help="row filter")
     delete.add_argument(
         "--all-rows", action="store_true", help="allow a condition that matches every row"
     )
-    delete.add_argument("--json", action="store_true", help="print the result as JSON")
-    delete.set_defaults(func=lambda args: _run_delete(args, open_table(args)))
-
-    dv = groups.add_parser(
-        "dv",
-        help="list the live deletion vectors of a snapshot",
-        parents=parents(),
-        formatter_class=fmt,
-    )
-    dv.add_argument("table", help="table identifier, e.g. db.events")
+    dv = commands.add("dv", _run_dv, help="list the live deletion vectors of a snapshot")
     dv.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
-    dv.add_argument("--json", action="store_true", help="print JSON")
-    dv.set_defaults(func=lambda args: _run_dv(args, open_table(args)))
 
 
 def _run_upgrade(args: argparse.Namespace, table: Table) -> int:

@@ -9,10 +9,10 @@ about to reference the file it has just written.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from puffin.cli.output import print_json
+from puffin.iceberg.cli._base import TableCommands
 
 __all__ = ["add_maintenance_commands"]
 
@@ -43,18 +43,14 @@ reached. A file outside the table's locations is never deleted: it is listed as 
 """
 
 
-def add_maintenance_commands(
-    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
-) -> None:
+def add_maintenance_commands(commands: TableCommands) -> None:
     """Add ``remove-orphans`` and ``expire`` to ``puffin table``."""
-    expire = groups.add_parser(
+    expire = commands.add(
         "expire",
+        _run_expire,
         help="remove old snapshots and delete the files only they reached",
-        parents=parents(),
         epilog=_EPILOG_EXPIRE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    expire.add_argument("table", help="table identifier, e.g. db.events")
     expire.add_argument("--older-than", metavar="AGE", help="e.g. 5d, 12h (default: 5d)")
     expire.add_argument("--retain-last", type=int, metavar="N", help="ancestors kept (1)")
     expire.add_argument(
@@ -64,16 +60,12 @@ def add_maintenance_commands(
         metavar="PREFIX",
         help="a location outside the table whose files may be deleted too (repeatable)",
     )
-    expire.add_argument("--json", action="store_true", help="print JSON")
-    expire.set_defaults(func=lambda args: _run_expire(args, open_table(args)))
-    clean = groups.add_parser(
+    clean = commands.add(
         "remove-orphans",
+        _run_clean,
         help="list (or --delete) files in the table's folders that nothing references",
-        parents=parents(),
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    clean.add_argument("table", help="table identifier, e.g. db.events")
     clean.add_argument(
         "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
     )
@@ -83,8 +75,6 @@ def add_maintenance_commands(
         action="store_true",
         help="let --delete use an --older-than under 24 hours (only when no writer runs)",
     )
-    clean.add_argument("--json", action="store_true", help="print JSON")
-    clean.set_defaults(func=lambda args: _run_clean(args, open_table(args)))
 
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:

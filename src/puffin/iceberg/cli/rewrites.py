@@ -9,10 +9,10 @@ Both commit one ``replace`` snapshot and change no row; the files they replace s
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from puffin.cli.output import print_json
+from puffin.iceberg.cli._base import TableCommands
 
 __all__ = ["add_rewrite_commands"]
 
@@ -53,29 +53,23 @@ commit.manifest-merge.* properties); this regroups a table whose manifests grew 
 """
 
 
-def add_rewrite_commands(
-    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
-) -> None:
+def add_rewrite_commands(commands: TableCommands) -> None:
     """Add ``rewrite-deletes``, ``compact`` and ``rewrite-manifests`` to ``puffin table``."""
-    deletes = groups.add_parser(
+    from puffin.cli import add_progress_option
+
+    deletes = commands.add(
         "rewrite-deletes",
+        _run_rewrite_deletes,
         help="gather a v3 table's deletion vectors into as few Puffin files as fit",
-        parents=parents(),
         epilog=_EPILOG_DELETES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    deletes.add_argument("table", help="table identifier, e.g. db.events")
     deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
-    deletes.add_argument("--json", action="store_true", help="print JSON")
-    deletes.set_defaults(func=lambda args: _run_rewrite_deletes(args, open_table(args)))
-    compact = groups.add_parser(
+    compact = commands.add(
         "compact",
+        _run_compact,
         help="rewrite data files with deleted rows (and small files) without those rows",
-        parents=parents(),
         epilog=_EPILOG_COMPACT,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    compact.add_argument("table", help="table identifier, e.g. db.events")
     compact.add_argument("--where", metavar="COND", help="only files that may hold such rows")
     compact.add_argument(
         "--min-deleted",
@@ -95,20 +89,14 @@ def add_rewrite_commands(
     compact.add_argument(
         "--no-statistics", action="store_true", help="leave the table's statistics as they are"
     )
-    compact.add_argument("--progress", action="store_true", help="draw a progress bar")
-    compact.add_argument("--json", action="store_true", help="print JSON")
-    compact.set_defaults(func=lambda args: _run_compact(args, open_table(args)))
-    manifests = groups.add_parser(
+    add_progress_option(compact, "for every data file rewritten")
+    manifests = commands.add(
         "rewrite-manifests",
+        _run_rewrite_manifests,
         help="regroup a v3 table's data manifests by partition and size (row ids kept)",
-        parents=parents(),
         epilog=_EPILOG_MANIFESTS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    manifests.add_argument("table", help="table identifier, e.g. db.events")
     manifests.add_argument("--target-size", metavar="SIZE", help="e.g. 8MB (the table's)")
-    manifests.add_argument("--json", action="store_true", help="print JSON")
-    manifests.set_defaults(func=lambda args: _run_rewrite_manifests(args, open_table(args)))
 
 
 def _size(text: str | None) -> int | None:
@@ -160,7 +148,7 @@ def _run_compact(args: argparse.Namespace, table: Any) -> int:
         min_input_files=args.min_input_files,
         target_file_size_bytes=_size(args.target_size),
         statistics="none" if args.no_statistics else "update",
-        progress=True if args.progress else None,
+        progress=args.progress,
     )
     done = [
         f"rewrote {r.rewritten_files} data file(s) into {r.added_files}: {r.rows} rows kept, "

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
+from puffin.iceberg.cli._base import TableCommands
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,20 +36,17 @@ of a v3 table.  csv and json write binary values as base64, uuids as text, neste
 """
 
 
-def add_scan_command(
-    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
-) -> None:
+def add_scan_command(commands: TableCommands) -> None:
     """Add ``scan`` to the ``puffin table`` subparsers."""
     from puffin.cli import add_progress_option
 
-    scan = groups.add_parser(
+    scan = commands.add(
         "scan",
+        _run,
         help="print a table's rows (deletes applied) as csv, json or parquet",
-        parents=parents(),
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        json=False,  # --format json: the rows themselves
     )
-    scan.add_argument("table", help="table identifier, e.g. db.events")
     scan.add_argument("--where", metavar="FILTER", help='row filter, e.g. "category = 3"')
     scan.add_argument(
         "--columns", metavar="A,B", help="columns to read (default: every column)"
@@ -61,7 +59,6 @@ def add_scan_command(
     )
     scan.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     add_progress_option(scan, "and the rows go to --output")
-    scan.set_defaults(func=lambda args: _run(args, open_table(args)))
 
 
 def _run(args: argparse.Namespace, table: Any) -> int:

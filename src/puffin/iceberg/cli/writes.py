@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from puffin.cli.output import print_json
 from puffin.errors import UsageError
+from puffin.iceberg.cli._base import TableCommands
 
 __all__ = ["add_write_commands"]
 
@@ -23,22 +23,14 @@ pyiceberg 0.12 cannot write; on v1/v2 tables they are pyiceberg's own.
 """
 
 
-def add_write_commands(
-    groups: Any, parents: Callable[[], list[argparse.ArgumentParser]], open_table: Any
-) -> None:
+def add_write_commands(commands: TableCommands) -> None:
     """Add ``append`` and ``add-files`` to the ``puffin table`` subparsers."""
-    fmt = argparse.RawDescriptionHelpFormatter
     for name, run, what in (
         ("append", _run_append, "append the rows of Parquet files (rewritten into data files)"),
         ("add-files", _run_add_files, "register existing Parquet files as data files"),
     ):
-        command = groups.add_parser(
-            name, help=what, parents=parents(), epilog=_EPILOG_APPEND, formatter_class=fmt
-        )
-        command.add_argument("table", help="table identifier, e.g. db.events")
+        command = commands.add(name, run, help=what, epilog=_EPILOG_APPEND)
         command.add_argument("files", nargs="+", metavar="FILE", help="Parquet files")
-        command.add_argument("--json", action="store_true", help="print the result as JSON")
-        command.set_defaults(func=lambda args, run=run: run(args, open_table(args)))
 
 
 def _reader(paths: list[str], partitioned: bool) -> Any:
