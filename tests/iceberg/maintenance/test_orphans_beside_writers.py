@@ -209,31 +209,56 @@ def test_a_file_referenced_while_the_cleanup_ran_is_put_back(
     assert not list(root.rglob("*.puffin-orphan"))
 
 
-@pytest.mark.parametrize("v3", [True, False], ids=["v3", "v2"])
+@pytest.mark.parametrize(
+    ("v3", "write", "lost"),
+    [
+        (v3, write, lost)
+        for v3 in (True, False)
+        for write, lost in (
+            ("append", "data/*.parquet"),
+            ("append", "metadata/*-m*.avro"),
+            ("append", "metadata/snap-*.avro"),
+            ("delete", "data/*-deletes.puffin"),
+            ("add-files", "data/*.parquet"),
+        )
+        if v3 or write != "delete"  # row deletes need v3
+    ],
+)
 def test_a_writer_whose_file_vanished_commits_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v3: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, v3: bool, write: str, lost: str
 ) -> None:
-    """A data file deleted after the commit's metadata file is written and before the swap
+    """A file of the commit deleted after its metadata file is written and before the swap
     (a cleanup beside the writer): the commit fails, the table is as it was, and every file
     the write produced is gone."""
+    import pyarrow.parquet as pq
+
+    from puffin.iceberg import add_files, delete_rows
     from puffin.iceberg.metadata import metadata_file
 
     table = _table(tmp_path, v3=v3)
     root = Path(local_path(table.location()) or "")
+    registered = root / "data" / "registered.parquet"  # add_files: the user's file
+    if write == "add-files":
+        pq.write_table(sample_batch(20, start=50_000), registered)
     before = set(_files(root))
-    write = metadata_file.write_table_metadata
+    write_metadata = metadata_file.write_table_metadata
 
     def write_then_lose_a_file(metadata: Any, io: Any, path: str) -> None:
-        write(metadata, io, path)
-        for p in root.joinpath("data").glob("*.parquet"):
-            if str(p) not in before:
+        write_metadata(metadata, io, path)
+        for p in root.glob(lost):
+            if str(p) not in before or p == registered:
                 p.unlink()
 
     monkeypatch.setattr(metadata_file, "write_table_metadata", write_then_lose_a_file)
     with pytest.raises(WrittenFileGoneError, match="nothing was committed"):
-        append(table, sample_batch(50, start=10_000), statistics="none")
+        if write == "append":
+            append(table, sample_batch(50, start=10_000), statistics="none")
+        elif write == "delete":
+            delete_rows(table, "id < 10")
+        else:
+            add_files(table, [str(registered)])
     assert table.refresh().metadata_location == table.metadata_location
-    assert set(_files(root)) == before
+    assert set(_files(root)) == before - {str(registered)}
     assert table.refresh().scan().to_arrow().num_rows == 200
 
 

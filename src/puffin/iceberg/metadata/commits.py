@@ -24,7 +24,7 @@ from puffin.errors import (
 )
 from puffin.iceberg.catalog.sqlite import is_locked, is_read_only_database, locked_error
 from puffin.iceberg.metadata.manifests import remove_files
-from puffin.iceberg.metadata.presence import file_gone, missing_location, vanished
+from puffin.iceberg.metadata.presence import committing, file_gone, missing_location, vanished
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -55,6 +55,7 @@ def with_retries(
     max_attempts: int,
     *,
     kept: Sequence[str] = (),
+    present: Sequence[str] = (),
 ) -> _T:
     """``attempt(table, number, written)`` until it commits, at most ``max_attempts`` times.
 
@@ -66,7 +67,9 @@ def with_retries(
     in :class:`CommitConflictError` (:class:`TableFileNotFoundError`); a file this write
     produced found gone ends it in :class:`WrittenFileGoneError`; any other error ends the
     loop as it is.  Nothing is
-    removed when the commit state is unknown.
+    removed when the commit state is unknown. Before the catalog swap, the files written,
+    ``kept`` and ``present`` (files the commit registers but did not write) must all exist
+    (:mod:`.presence`).
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -76,7 +79,8 @@ def with_retries(
         try:
             if number > 1:
                 table = table.refresh()  # may find the catalog locked too: retried alike
-            return attempt(table, number, written)
+            with committing(written, kept, present):
+                return attempt(table, number, written)
         except InterruptedAfterCommit:
             raise  # the table references every file written: none is removed
         except BaseException as exc:

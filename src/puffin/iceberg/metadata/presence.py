@@ -10,15 +10,20 @@ and delete files those add, new statistics files and the metadata file itself. A
 one fails the commit with :class:`~puffin.errors.WrittenFileGoneError`, so nothing is
 committed and the writer removes what it wrote.
 
-Only local files are checked (orphan cleanup lists local tables only); on an object store
-each check would be a request per file.
+Inside the commit loop (:func:`~puffin.iceberg.metadata.commits.with_retries`) the files
+are the ones the attempt lists as written, plus those the caller names (data files written
+once, files registered by ``add_files``): a ``stat`` each. A commit outside the loop has its
+new snapshots' manifests read instead. Only local files are checked (orphan cleanup lists
+local tables only); on an object store each check would be a request per file.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from puffin.errors import WrittenFileGoneError
@@ -28,7 +33,30 @@ if TYPE_CHECKING:
     from pyiceberg.io import FileIO
     from pyiceberg.table.metadata import TableMetadata
 
-__all__ = ["added_files", "file_gone", "missing_location", "require_added_files", "vanished"]
+__all__ = [
+    "added_files",
+    "committing",
+    "file_gone",
+    "missing_location",
+    "require_added_files",
+    "vanished",
+]
+
+# The files of the commit attempt in progress, as lists that grow while it writes.
+_COMMITTING: ContextVar[tuple[Sequence[str], ...] | None] = ContextVar(
+    "puffin_committing", default=None
+)
+
+
+@contextmanager
+def committing(*files: Sequence[str]) -> Iterator[None]:
+    """While a commit attempt runs: ``files`` (lists it may still extend) are what it adds,
+    checked by :func:`require_added_files` instead of reading its manifests back."""
+    token = _COMMITTING.set(files)
+    try:
+        yield
+    finally:
+        _COMMITTING.reset(token)
 
 
 def added_files(base: TableMetadata, metadata: TableMetadata, io: FileIO) -> list[str]:
@@ -68,7 +96,9 @@ def require_added_files(
 ) -> None:
     """Raise :class:`WrittenFileGoneError` when a local file the commit adds (or its metadata
     file at ``metadata_path``) is gone."""
-    for location in [metadata_path, *added_files(base, metadata, io)]:
+    known = _COMMITTING.get()
+    adds = added_files(base, metadata, io) if known is None else [p for f in known for p in f]
+    for location in [metadata_path, *adds]:
         local = local_path(location)
         if local is not None and not os.path.exists(local):
             raise file_gone(location)

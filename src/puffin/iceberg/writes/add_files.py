@@ -59,7 +59,7 @@ def add_files(
         )
         return committed
 
-    return with_retries(table, attempt, max_attempts)
+    return with_retries(table, attempt, max_attempts, present=paths)
 
 
 def data_file_location(path: str) -> str:
