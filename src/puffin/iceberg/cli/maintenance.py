@@ -103,6 +103,8 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
                 }
                 for o in found
             ],
+            "kept_referenced": result.kept_referenced,
+            "restored": result.restored,
         }
         print_json("table remove-orphans", doc)
         return 0
@@ -113,6 +115,11 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
     print(f"{verb} {len(found)} orphan file(s), {total} bytes")
     for location in result.skipped_outside_table:
         print(f"  skipped (a link out of the table's locations): {location}")
+    for location in result.kept_referenced:
+        print(f"  kept (a commit took it while the cleanup ran): {location}")
+    put_back = "put back" if args.delete else "would put back"
+    for location in result.restored:
+        print(f"  {put_back} (set aside by an interrupted cleanup): {location}")
     if found and not args.delete:
         print("  (a dry run: add --delete to remove them)")
     return 0

@@ -9,10 +9,11 @@ look exactly like orphans until its commit lands, so four rules keep a live tabl
   Java's ``DeleteOrphanFiles``) are candidates, and under 24 hours the caller must say
   ``allow_short_grace_period=True`` (Java's ``remove_orphan_files`` procedure refuses such a
   period outright and sends the user to its action API);
-* **newer metadata**: a metadata file numbered above the catalog's current one is never
-  deleted, nor anything it reaches; one that is no commit in flight (older than the grace
-  period or ten minutes, or with a history the catalog does not know: another catalog, a
-  copied warehouse) makes the cleanup refuse with :class:`~puffin.errors.NewerMetadataError`;
+* **newer metadata**: a metadata file numbered at or above the catalog's current one
+  (:mod:`puffin.iceberg.metadata.versions`) is never deleted, nor anything it reaches; one
+  that is no commit in flight (older than the grace period or ten minutes, or with a history
+  the catalog does not know: another catalog, a copied warehouse) makes the cleanup refuse
+  with :class:`~puffin.errors.NewerMetadataError`;
 * **set aside, read again, then delete**: candidates are renamed aside
   (:mod:`puffin.iceberg.maintenance.guard`), the references are read again from the catalog
   and the metadata folder, and a file referenced by then is put back. A commit that checked
