@@ -317,11 +317,11 @@ elif mode == "read_theta_blobs":  # as a user calls it: the sketch module (numpy
 elif mode == "verify_file":
     problems = puffin.verify_file(path)
     outcome = f"{len(problems)} problems"
-else:  # the command line: "puffin verify", "puffin inspect"
+else:  # the command line: "puffin verify", "puffin inspect", "puffin inspect --json"
     import contextlib, os
     from puffin.cli import main
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        outcome = f"exit {main([mode.split()[1], path])}"
+        outcome = f"exit {main([*mode.split()[1:], path])}"
 with open("/proc/self/status") as status:
     peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 print(json.dumps({"outcome": outcome, "peak_rss": peak}))
@@ -341,7 +341,15 @@ _THETA_BLOBS = {
 
 @pytest.mark.parametrize("shape", sorted(_THETA_BLOBS))
 @pytest.mark.parametrize(
-    "mode", ["open", "read_theta_blobs", "verify_file", "puffin verify", "puffin inspect"]
+    "mode",
+    [
+        "open",
+        "read_theta_blobs",
+        "verify_file",
+        "puffin verify",
+        "puffin inspect",
+        "puffin inspect --json",
+    ],
 )
 def test_a_footer_of_200000_theta_blobs_is_read_within_the_budget(
     tmp_path: Path, mode: str, shape: str
@@ -353,7 +361,7 @@ def test_a_footer_of_200000_theta_blobs_is_read_within_the_budget(
     # verify_file kept a copy of the same message per blob (199 / 259); `puffin verify`
     # also parsed the footer a second time for its blob count while holding the 200,000
     # problems (323 / 418); `puffin inspect` built its whole report before writing it
-    # (327 / 412; --json still does).
+    # (327 / 412, and its --json form until issue 42's end).
     if not Path("/proc/self/status").exists():
         pytest.skip("reads VmHWM from /proc")
     blobs = [_THETA_BLOBS[shape](i) for i in range(200_000)]
@@ -374,6 +382,7 @@ def test_a_footer_of_200000_theta_blobs_is_read_within_the_budget(
         "verify_file": "200000 problems",
         "puffin verify": "exit 1",
         "puffin inspect": "exit 1",
+        "puffin inspect --json": "exit 1",
     }
     assert result["outcome"].startswith(expected[mode]), result
     assert result["peak_rss"] < 256 * MiB, result
