@@ -177,7 +177,8 @@ def _writers(files: dict[str, Path]) -> list[list[str]]:
         ["append", "db.t", str(files["nullable"])], ["upgrade", "db.t"],
         ["add-files", "db.t", str(files["nullable"])], ["compact", "db.t"],
         ["expire", "db.t", "--older-than", "0s"], ["rewrite-deletes", "db.t"],
-        ["rewrite-manifests", "db.t"],
+        ["rewrite-manifests", "db.t"], ["stats", "update", "db.t", "--full"],
+        ["alter", "db.t", "--set-property", "a", "b"], ["sample", "db.s", "--rows", "10"],
     ]
 
 

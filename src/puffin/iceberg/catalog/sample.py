@@ -150,8 +150,11 @@ def create_sample_table(
         from puffin.iceberg import load_catalog, create_sample_table
         table = create_sample_table(load_catalog(), "demo.events", rows=2_000_000, files=8)
     """
+    from puffin.iceberg.catalog.sqlite import require_writable_catalog
+
     if rows < 0 or files < 1:
         raise UsageError(f"need rows >= 0 and files >= 1, got rows={rows}, files={files}")
+    require_writable_catalog(catalog)  # before a file is written
     namespace = catalog.namespace_from(identifier)
     if namespace:
         catalog.create_namespace_if_not_exists(namespace)

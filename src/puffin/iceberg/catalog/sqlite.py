@@ -21,7 +21,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from puffin.errors import CatalogLockedError, SetupError
+from puffin.errors import CatalogLockedError, SetupError, UsageError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -35,6 +35,8 @@ __all__ = [
     "is_read_only",
     "is_read_only_database",
     "locked_error",
+    "read_only_catalog",
+    "require_writable_catalog",
     "shareable",
     "stored_metadata_location",
     "use_wal",
@@ -137,6 +139,27 @@ def stored_metadata_location(catalog: Catalog, identifier: tuple[str, ...]) -> s
     with engine.connect() as conn:
         row = conn.execute(query, names).fetchone()
     return None if row is None or row[0] is None else str(row[0])
+
+
+def require_writable_catalog(catalog: Catalog) -> None:
+    """A :class:`UsageError` before any work when the catalog is an embedded database this
+    process cannot write (a read-only mount, its permissions, or opened read-only because
+    its folder is); nothing for any other catalog."""
+    found = database_of(catalog)
+    if found is None:
+        return
+    database, opened_read_only = found
+    if opened_read_only or not os.access(database, os.W_OK):
+        raise read_only_catalog(database)
+
+
+def read_only_catalog(database: object) -> UsageError:
+    """The error of a write to an embedded catalog this process cannot write."""
+    return UsageError(
+        f"the catalog database {database} is read-only to this process (a read-only mount, "
+        "or its permissions): nothing was committed; reading commands (verify, scan, stats "
+        "show) work, writing ones need write access to it"
+    )
 
 
 def is_read_only_database(exc: BaseException) -> bool:

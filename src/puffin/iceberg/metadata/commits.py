@@ -22,7 +22,12 @@ from puffin.errors import (
     TableFileNotFoundError,
     UsageError,
 )
-from puffin.iceberg.catalog.sqlite import is_locked, is_read_only_database, locked_error
+from puffin.iceberg.catalog.sqlite import (
+    is_locked,
+    is_read_only_database,
+    locked_error,
+    require_writable_catalog,
+)
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import committing, file_gone, missing_location, vanished
 
@@ -36,7 +41,6 @@ __all__ = [
     "committed_or_interrupted",
     "is_conflict",
     "main_branch_requirements",
-    "read_only_catalog",
     "require_writable_location",
     "snapshot_updates",
     "with_retries",
@@ -152,29 +156,7 @@ def require_writable_location(table: Table, *, catalog: bool = True) -> None:
                 "table: nothing was written; move the table to a location without '#' or '?'"
             )
     if catalog:
-        _require_writable_catalog(table)
-
-
-def _require_writable_catalog(table: Table) -> None:
-    import os
-
-    from puffin.iceberg.catalog.sqlite import database_of
-
-    found = database_of(table.catalog)
-    if found is None:
-        return
-    database, opened_read_only = found
-    if opened_read_only or not os.access(database, os.W_OK):
-        raise read_only_catalog(database)
-
-
-def read_only_catalog(database: object) -> UsageError:
-    """The error of a commit to an embedded catalog this process cannot write."""
-    return UsageError(
-        f"the catalog database {database} is read-only to this process (a read-only mount, "
-        "or its permissions): nothing was committed; reading commands (verify, scan, stats "
-        "show) work, writing ones need write access to it"
-    )
+        require_writable_catalog(table.catalog)
 
 
 def _read_only(path: str) -> bool:
@@ -190,7 +172,7 @@ def _read_only(path: str) -> bool:
 
 
 def _read_only_catalog_error(table: Table) -> UsageError:
-    from puffin.iceberg.catalog.sqlite import database_of
+    from puffin.iceberg.catalog.sqlite import database_of, read_only_catalog
 
     found = database_of(table.catalog)
     return read_only_catalog(found[0] if found else "of the catalog")
