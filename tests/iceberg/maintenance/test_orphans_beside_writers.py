@@ -54,6 +54,19 @@ def _rewind(warehouse: Path, metadata_location: str) -> None:
         db.execute("UPDATE iceberg_tables SET metadata_location = ?", (metadata_location,))
 
 
+def _commit_the_catalog_never_took(tmp_path: Path) -> tuple[Any, Any, Path]:
+    """A table whose folder holds an append's metadata file one version above the catalog's
+    (the catalog pointed back), every file 30 days old; the table, the append's committed
+    table, the table's folder."""
+    table = _table(tmp_path)
+    current = table.metadata_location
+    committed = append(table, sample_batch(50, start=10_000), statistics="none")
+    _rewind(tmp_path / "wh", current)
+    root = Path(local_path(table.location()) or "")
+    _age([p for p in root.rglob("*") if p.is_file()], datetime.timedelta(days=30))
+    return table.refresh(), committed, root
+
+
 def test_a_short_grace_period_deletes_only_when_asked(tmp_path: Path) -> None:
     table = _table(tmp_path)
     stray = Path(local_path(table.location()) or "") / "data" / "stray.parquet"
@@ -112,12 +125,7 @@ def test_older_than_as_a_string_or_an_aware_time(tmp_path: Path) -> None:
 def test_a_commit_in_flight_keeps_every_file_it_references(tmp_path: Path) -> None:
     """A metadata file one version above the catalog's, written moments ago and based on the
     current metadata: a commit about to swap. Everything it reaches stays, however old."""
-    table = _table(tmp_path)
-    current = table.metadata_location
-    committed = append(table, sample_batch(50, start=10_000), statistics="none")
-    _rewind(tmp_path / "wh", current)
-    root = Path(local_path(table.location()) or "")
-    _age([p for p in root.rglob("*") if p.is_file()], datetime.timedelta(days=30))
+    table, committed, root = _commit_the_catalog_never_took(tmp_path)
     os.utime(local_path(committed.metadata_location) or "")  # written just now
     before = _files(root)
     table = table.refresh()
@@ -131,12 +139,7 @@ def test_a_commit_in_flight_keeps_every_file_it_references(tmp_path: Path) -> No
 
 
 def test_newer_metadata_that_is_no_commit_in_flight_stops_the_cleanup(tmp_path: Path) -> None:
-    table = _table(tmp_path)
-    current = table.metadata_location
-    committed = append(table, sample_batch(50, start=10_000), statistics="none")
-    _rewind(tmp_path / "wh", current)
-    root = Path(local_path(table.location()) or "")
-    _age([p for p in root.rglob("*") if p.is_file()], datetime.timedelta(days=30))
+    table, committed, root = _commit_the_catalog_never_took(tmp_path)
     before = _files(root)
     name = os.path.basename(committed.metadata_location)
     short: dict[str, Any] = {"allow_short_grace_period": True}
