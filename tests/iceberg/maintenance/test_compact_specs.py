@@ -124,6 +124,41 @@ def test_compaction_after_spec_changes(tmp_path: Path, case: str) -> None:
         assert set(_partition_of(table, rows)) <= {partition}, p.path
 
 
+def _identity_category(tx: Any) -> None:
+    with tx.update_spec() as spec:
+        spec.add_field("category", IdentityTransform(), "category")
+
+
+def test_more_partitions_than_open_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows of old files fall in 200 partitions of the new spec; with 16 files open at a
+    time, a partition whose writer was closed gets another file, and with 4 KiB of row-group
+    buffer shared by the open writers, the largest is written out: nothing is lost."""
+    from puffin.iceberg.writes import _streaming
+
+    monkeypatch.setattr(_streaming, "_MAX_OPEN_PARTITIONS", 16)
+    flushes: list[int] = []
+    flush = _streaming._RollingWriter.flush
+
+    def counted(self: Any) -> None:
+        flushes.append(self.nbytes)
+        flush(self)
+
+    monkeypatch.setattr(_streaming._RollingWriter, "flush", counted)
+    table, model = build(tmp_path, [_identity_category])
+    with transaction(table) as tx:
+        tx.set_properties({"write.parquet.row-group-size-bytes": "4096"})
+    before = scan_table(table, selected_fields=("id", *LINEAGE)).to_arrow().sort_by("id")
+    table = rewrite_data_files(table, min_deleted_fraction=0.2, min_input_files=1).table
+    after = scan_table(table, selected_fields=("id", *LINEAGE)).to_arrow().sort_by("id")
+    assert set(after.column("id").to_pylist()) == model
+    assert after.select(["id", "_row_id"]).equals(before.select(["id", "_row_id"]))
+    planned = plan_files(table, table.current_snapshot())
+    assert len({p.data_file.partition[0] for p in planned}) > 100 and flushes
+    for p in planned:
+        rows = pq.read_table(local_path(p.path) or "")
+        assert set(rows.column("category").to_pylist()) == {p.data_file.partition[0]}
+
+
 def test_java_reads_compaction_across_specs(tmp_path: Path, java: Any) -> None:
     from peers.iceberg_java import read_java
 

@@ -70,10 +70,9 @@ def with_retries(
     files aside for a moment), is retried after a backoff up to the last attempt, which ends
     in :class:`CommitConflictError` (:class:`TableFileNotFoundError`); a file this write
     produced found gone ends it in :class:`WrittenFileGoneError`; any other error ends the
-    loop as it is.  Nothing is
-    removed when the commit state is unknown. Before the catalog swap, the files written,
-    ``kept`` and ``present`` (files the commit registers but did not write) must all exist
-    (:mod:`.presence`).
+    loop as it is.  Nothing is removed when the commit state is unknown.  Before the catalog
+    swap, the files written, ``kept`` and ``present`` (files the commit registers but did not
+    write) must all exist (:mod:`.presence`).
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")

@@ -17,7 +17,9 @@ metrics from the Parquet footer.  For unpartitioned tables written in Parquet on
 from __future__ import annotations
 
 import itertools
+import re
 import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,8 +41,8 @@ __all__ = ["FileTarget", "can_stream", "stream_data_files", "stream_repartitione
 #: larger than with 128 MiB row groups.
 ROW_GROUP_BYTES = "write.parquet.row-group-size-bytes"
 ROW_GROUP_BYTES_DEFAULT = 32 * 1024 * 1024
-# The least a partition's writer buffers when many share the budget (stream_repartitioned).
-_MIN_GROUP_BYTES = 1024 * 1024
+# Partitions stream_repartitioned writes to at once: files and writers open at a time.
+_MAX_OPEN_PARTITIONS = 64
 
 
 def can_stream(table_metadata: TableMetadata) -> bool:
@@ -94,27 +96,35 @@ def stream_repartitioned(
     """The rows of ``reader`` (columns of ``schema``) written into the table's default
     partition spec, whatever spec they were read from: each batch is split by its partition
     values (the spec's transforms, as pyiceberg's writer applies them), each partition
-    rolled into its own files. The open writers share one row group's bytes of buffer."""
+    rolled into its own files. Memory and open files stay bounded however many partitions
+    the rows fall in: the writers share one row group's bytes of buffer (the largest buffer
+    is written out when they hold more), and at most :data:`_MAX_OPEN_PARTITIONS` files are
+    open (the one written to longest ago is closed to open another; its partition may get
+    a second file)."""
     import pyarrow as pa
     from pyiceberg.io.pyarrow import _determine_partitions
 
     spec = table_metadata.spec()
     tasks = itertools.count()
-    writers: dict[Record, _RollingWriter] = {}
+    writers: dict[Record, _RollingWriter] = {}  # in the order they were last written to
+    budget = 0  # one row group's bytes, as the table's properties say
     try:
         for batch in reader:
             for part in _determine_partitions(spec, schema, pa.Table.from_batches([batch])):
                 key = part.partition_key.partition
-                writer = writers.get(key)
+                writer = writers.pop(key, None)
                 if writer is None:
+                    if len(writers) >= _MAX_OPEN_PARTITIONS:
+                        yield from writers.pop(next(iter(writers))).finish()
                     into = FileTarget(schema, key, spec.spec_id, target_size)
                     layout = _Layout(table_metadata, reader.schema, io, write_uuid, into)
-                    writer = writers[key] = _RollingWriter(layout, tasks)
-                    for w in writers.values():  # bounded memory, however many partitions
-                        share = layout.group_bytes // len(writers)
-                        w.layout.group_bytes = max(_MIN_GROUP_BYTES, share)
+                    writer = _RollingWriter(layout, tasks)
+                    budget = layout.group_bytes
+                writers[key] = writer
                 for piece in part.arrow_table_partition.to_batches():
                     yield from writer.add(piece)
+                if sum(w.nbytes for w in writers.values()) > budget:
+                    max(writers.values(), key=lambda w: w.nbytes).flush()
         for writer in writers.values():
             yield from writer.finish()
     finally:
@@ -172,7 +182,11 @@ class _Layout:
             format_version=metadata.format_version,
         )
         self.file_schema: Schema = sanitize_column_names(schema)
-        self.writer_kwargs = _get_parquet_writer_kwargs(props)
+        with warnings.catch_warnings():  # pyiceberg ignores that option; it is used here
+            warnings.filterwarnings(
+                "ignore", re.escape(f"Parquet writer option(s) {[ROW_GROUP_BYTES]!r}")
+            )
+            self.writer_kwargs = _get_parquet_writer_kwargs(props)
         self.stats_plan = compute_statistics_plan(self.file_schema, props)
         self.column_ids = parquet_path_to_id_mapping(self.file_schema)
         self.locations = load_location_provider(metadata.location, props)
@@ -306,6 +320,11 @@ class _RollingWriter:
             self._flush()
         if self.file is not None:
             yield self._roll()
+
+    def flush(self) -> None:
+        """Write the buffered rows out as a row group now (their file stays open)."""
+        if self.buffer:
+            self._flush()
 
     def abort(self) -> None:
         self.buffer = []
