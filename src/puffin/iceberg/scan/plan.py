@@ -10,7 +10,8 @@ into a row mask for one slice of the file.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +140,54 @@ def _cached_planner() -> Any:
 
             return ExecutorFactory.get_or_create().map(entries, work)
 
+        def plan_files(
+            self,
+            manifests: Iterable[ManifestFile],
+            manifest_entry_filter: Callable[[Any], bool] = lambda _: True,
+        ) -> list[FileScanTask]:
+            """pyiceberg's tasks, with the deletes of each data file found through
+            :class:`~puffin.iceberg.scan.delete_file_index.DeleteFileIndex` (by the file
+            they name, or by partition and sequence number) instead of pyiceberg's index,
+            which tests every vector of a partition against every data file of it."""
+            return _tasks(self, manifests, manifest_entry_filter)
+
     return CachedPlanner
+
+
+def _tasks(
+    planner: Any, manifests: Iterable[Any], entry_filter: Callable[[Any], bool]
+) -> list[FileScanTask]:
+    from pyiceberg.manifest import DataFileContent
+    from pyiceberg.table import FileScanTask
+    from pyiceberg.typedef import KeyDefaultDict
+
+    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
+
+    data_entries = []
+    index = DeleteFileIndex()
+    for entry in itertools.chain.from_iterable(planner.plan_manifest_entries(manifests)):
+        if not entry_filter(entry):
+            continue
+        content = entry.data_file.content
+        if content == DataFileContent.DATA:
+            data_entries.append(entry)
+        elif content == DataFileContent.POSITION_DELETES:
+            index.add(entry)
+        elif content == DataFileContent.EQUALITY_DELETES:  # as pyiceberg says it
+            raise ValueError("PyIceberg does not yet support equality deletes")
+        else:
+            raise ValueError(f"unknown data file content {content}: {entry}")
+    residuals = KeyDefaultDict(planner._build_residual_evaluator)
+    return [
+        FileScanTask(
+            entry.data_file,
+            delete_files=index.for_data_file(entry),
+            residual=residuals[entry.data_file.spec_id](entry.data_file).residual_for(
+                entry.data_file.partition
+            ),
+        )
+        for entry in data_entries
+    ]
 
 
 def _equality_delete_files(scan: DataScan) -> list[str]:

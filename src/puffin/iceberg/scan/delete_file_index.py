@@ -1,0 +1,133 @@
+"""Which delete files apply to each data file of a plan, found without visiting the others.
+
+pyiceberg 0.12's ``DeleteFileIndex`` keys a delete file by the data file its path bounds
+name, and otherwise by partition; a deletion vector written without path bounds (this
+library's, for one) lands in its partition's list, and every data file of the partition then
+tests every vector of it (``_applies_to_data_file`` builds a metrics evaluator per pair):
+planning 20,000 files with 5,000 vectors took 79 s. As Iceberg Java's ``DeleteFileIndex``:
+
+* a deletion vector (and a position-delete file whose ``referenced_data_file`` is set, or
+  whose ``file_path`` bounds name one file) is found by that data file's path, in a dict;
+* any other position-delete file, by ``(spec id, partition)``, sorted by data sequence
+  number so the ones at or after the data file's are a binary search away, and kept only
+  when its ``file_path`` bounds may hold the data file's path (compared as pyiceberg's
+  inclusive metrics evaluator compares them, on bounds decoded once);
+* a delete file applies to a data file when its data sequence number is at least the data
+  file's (position deletes and vectors), as in the spec.
+
+The result per data file is the set pyiceberg's index gives (``tests/iceberg/scan/
+test_delete_file_index.py`` compares the two on every kind of table); equality deletes are
+refused before they reach here, as pyiceberg refuses them.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from puffin.iceberg.metadata.manifests import REFERENCED_DATA_FILE
+
+if TYPE_CHECKING:
+    from pyiceberg.manifest import DataFile, ManifestEntry
+
+__all__ = ["DeleteFileIndex"]
+
+#: The ``file_path`` column of a position-delete file (its bounds name the data files).
+PATH_FIELD_ID = 2147483546
+INITIAL_SEQUENCE_NUMBER = 0
+
+
+@dataclass
+class _BySequence:
+    """Delete files of one key, sorted by data sequence number once all are added."""
+
+    entries: list[tuple[int, DataFile, tuple[str, str] | None]] = field(default_factory=list)
+    sequences: list[int] | None = None
+
+    def add(self, sequence: int, delete_file: DataFile, bounds: tuple[str, str] | None) -> None:
+        self.entries.append((sequence, delete_file, bounds))
+        self.sequences = None
+
+    def at_or_after(self, sequence: int) -> list[tuple[int, DataFile, tuple[str, str] | None]]:
+        if self.sequences is None:
+            self.entries.sort(key=lambda e: e[0])
+            self.sequences = [e[0] for e in self.entries]
+        return self.entries[bisect_left(self.sequences, sequence) :]
+
+
+class DeleteFileIndex:
+    """The delete entries of a plan, indexed by the data file they name or by partition."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, _BySequence] = {}
+        self._by_partition: dict[tuple[int, Any], _BySequence] = {}
+
+    def is_empty(self) -> bool:
+        return not self._by_path and not self._by_partition
+
+    def add(self, entry: ManifestEntry) -> None:
+        """A live position-delete or deletion-vector entry of the snapshot."""
+        delete_file = entry.data_file
+        sequence = _sequence(entry)
+        target = _referenced_data_file(delete_file)
+        if target is not None:
+            self._by_path.setdefault(target, _BySequence()).add(sequence, delete_file, None)
+            return
+        key = (delete_file.spec_id or 0, _partition(delete_file.partition))
+        bucket = self._by_partition.setdefault(key, _BySequence())
+        bucket.add(sequence, delete_file, _path_bounds(delete_file))
+
+    def for_data_file(self, entry: ManifestEntry) -> set[DataFile]:
+        """The delete files that apply to the data file of ``entry``."""
+        if self.is_empty():
+            return set()
+        data_file = entry.data_file
+        sequence = _sequence(entry)
+        path = str(data_file.file_path)
+        found: set[DataFile] = set()
+        key = (data_file.spec_id or 0, _partition(data_file.partition))
+        in_partition = self._by_partition.get(key)
+        if in_partition is not None:
+            for _, delete_file, bounds in in_partition.at_or_after(sequence):
+                if bounds is None or bounds[0] <= path <= bounds[1]:
+                    found.add(delete_file)
+        by_path = self._by_path.get(path)
+        if by_path is not None:
+            found.update(d for _, d, _ in by_path.at_or_after(sequence))
+        return found
+
+
+def _sequence(entry: ManifestEntry) -> int:
+    return int(entry.sequence_number or INITIAL_SEQUENCE_NUMBER)
+
+
+def _partition(partition: Any) -> Any:
+    """The partition as a key: an unpartitioned file's empty record and none are one."""
+    from pyiceberg.typedef import Record
+
+    return partition if partition else Record()
+
+
+def _referenced_data_file(delete_file: DataFile) -> str | None:
+    """The one data file a delete file applies to: the v3 ``referenced_data_file``, or
+    ``file_path`` bounds equal to each other (as pyiceberg reads them)."""
+    if len(delete_file) > REFERENCED_DATA_FILE and delete_file[REFERENCED_DATA_FILE]:
+        return str(delete_file[REFERENCED_DATA_FILE])
+    bounds = _path_bounds(delete_file)
+    if bounds is not None and bounds[0] == bounds[1]:
+        return bounds[0]
+    return None
+
+
+def _path_bounds(delete_file: DataFile) -> tuple[str, str] | None:
+    """The ``file_path`` column's lower and upper bounds, decoded; ``None`` when either is
+    missing (the file may then hold any data file's rows)."""
+    lower = (delete_file.lower_bounds or {}).get(PATH_FIELD_ID)
+    upper = (delete_file.upper_bounds or {}).get(PATH_FIELD_ID)
+    if not lower or not upper:
+        return None
+    try:
+        return bytes(lower).decode("utf-8"), bytes(upper).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
