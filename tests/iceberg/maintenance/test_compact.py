@@ -186,9 +186,9 @@ def test_a_delete_opens_only_files_whose_metrics_allow_a_match(
     opened: list[str] = []
     real = row_filter.matching_positions
 
-    def counting(table: Any, planned: Any, bound: Any) -> Any:
+    def counting(table: Any, planned: Any, bound: Any, *job: Any) -> Any:
         opened.append(planned.path)
-        return real(table, planned, bound)
+        return real(table, planned, bound, *job)
 
     monkeypatch.setattr(row_filter, "matching_positions", counting)
     table = delete_rows(table, "id = 1200 or id = 1201").table  # both in the second file

@@ -402,9 +402,9 @@ def test_files_the_metrics_rule_out_are_not_opened(
     opened: list[str] = []
     positions = row_filter.matching_positions
 
-    def spy(table: Any, planned: PlannedFile, bound: Any) -> Any:
+    def spy(table: Any, planned: PlannedFile, bound: Any, *job: Any) -> Any:
         opened.append(planned.path)
-        return positions(table, planned, bound)
+        return positions(table, planned, bound, *job)
 
     monkeypatch.setattr(row_filter, "matching_positions", spy)
     ids = setup.data[setup.planned[1].path].column("id")

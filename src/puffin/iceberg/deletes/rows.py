@@ -24,7 +24,7 @@ from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, check_where, matching_by_file
+from puffin.iceberg.scan.row_filter import bind_checked, check_where, matching_by_file
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -91,14 +91,15 @@ def delete_rows(
         CommitConflictError: concurrent commits won ``max_attempts`` times.
     """
     require_v3(table, "delete_rows")
-    bound = bind_where(table, where)
+    checked = check_where(table, where)
+    bound = bind_checked(table, checked, where)
 
     def matching(t: Table, planned: Sequence[PlannedFile]) -> Positions:
         return matching_by_file(t, planned, bound)
 
     # Only files that may hold a match are planned (pyiceberg prunes by partition and
     # metrics, as matching_by_file would), unless every live row must be counted.
-    prune = check_where(table, where) if allow_all_rows else None
+    prune = checked if allow_all_rows else None
     return _commit_loop(
         table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows, prune=prune
     )

@@ -10,11 +10,17 @@ exact values. A closure answers "cannot match" only where pyiceberg's evaluator 
 bound strictly past the literal), and "may match" for everything else; pyiceberg's evaluator
 then decides those. So the plan stays pyiceberg's: the files ruled out early are only not
 visited twice. ``tests/iceberg/scan/test_bounds.py`` holds the two to that.
+
+An ``in`` list is tested by a binary search of its sorted values against the bounds. pyiceberg
+stops looking at bounds past 200 values (``IN_PREDICATE_LIMIT``); planning keeps that limit so
+that its plan is pyiceberg's, while matching rows (``delete_rows``, ``overwrite``) passes
+``in_limit=None``: a delete by 100,000 keys then opens only the files whose bounds hold one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,21 +28,38 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
 
-__all__ = ["bounds_test"]
+__all__ = ["IN_LIMIT", "bound_test", "bound_width", "bounds_test"]
 
 #: lower bounds, upper bounds -> False if no row can match.
 _Test = Callable[[Mapping[int, bytes], Mapping[int, bytes]], bool]
 _EMPTY: Mapping[int, bytes] = {}
+#: pyiceberg's ``IN_PREDICATE_LIMIT``: longer ``in`` lists are not tested against bounds.
+IN_LIMIT = 200
 
 
 def bounds_test(
-    schema: Schema, row_filter: BooleanExpression, case_sensitive: bool = True
+    schema: Schema,
+    row_filter: BooleanExpression,
+    case_sensitive: bool = True,
+    *,
+    in_limit: int | None = IN_LIMIT,
 ) -> Callable[[DataFile], bool] | None:
     """A test that is False for a data file only if pyiceberg's inclusive metrics evaluator
-    rules it out too; None when no part of ``row_filter`` can be tested this way."""
-    from pyiceberg.expressions.visitors import bind, rewrite_not
+    rules it out too (``in_limit=None``: also an ``in`` list longer than pyiceberg looks
+    at, whose values all lie outside the bounds); None when no part of ``row_filter`` can be
+    tested this way."""
+    from pyiceberg.expressions.visitors import bind
 
-    test = _compile(bind(schema, rewrite_not(row_filter), case_sensitive))
+    return bound_test(bind(schema, row_filter, case_sensitive), in_limit=in_limit)
+
+
+def bound_test(
+    bound: BooleanExpression, *, in_limit: int | None = IN_LIMIT
+) -> Callable[[DataFile], bool] | None:
+    """:func:`bounds_test` of a filter already bound to the table's schema."""
+    from pyiceberg.expressions.visitors import rewrite_not
+
+    test = _compile(rewrite_not(bound), in_limit)
     if test is None:
         return None
 
@@ -48,22 +71,22 @@ def bounds_test(
     return may_match
 
 
-def _compile(expr: BooleanExpression) -> _Test | None:
+def _compile(expr: BooleanExpression, in_limit: int | None) -> _Test | None:
     """``expr`` (bound, negations pushed down) as a test; None where it is always "may"."""
     from pyiceberg.expressions import And, BoundPredicate, Or
 
     if isinstance(expr, And):
-        left, right = _compile(expr.left), _compile(expr.right)
+        left, right = _compile(expr.left, in_limit), _compile(expr.right, in_limit)
         if left is None or right is None:
             return left or right
         return _both(left, right)
     if isinstance(expr, Or):
-        left, right = _compile(expr.left), _compile(expr.right)
+        left, right = _compile(expr.left, in_limit), _compile(expr.right, in_limit)
         if left is None or right is None:
             return None
         return _either(left, right)
     if isinstance(expr, BoundPredicate):
-        return _predicate(expr)
+        return _predicate(expr, in_limit)
     return None
 
 
@@ -75,7 +98,7 @@ def _either(left: _Test, right: _Test) -> _Test:
     return lambda lo, hi: left(lo, hi) or right(lo, hi)
 
 
-def _width(field_type: Any) -> int | None:
+def bound_width(field_type: Any) -> int | None:
     """Bytes of the bound of an integer-like type (Iceberg's single-value serialization)."""
     from pyiceberg import types as t
 
@@ -92,7 +115,7 @@ def _width(field_type: Any) -> int | None:
     return 8 if isinstance(field_type, eight) else None
 
 
-def _predicate(expr: Any) -> _Test | None:
+def _predicate(expr: Any, in_limit: int | None) -> _Test | None:
     from pyiceberg.expressions import (
         BoundEqualTo,
         BoundGreaterThan,
@@ -101,10 +124,8 @@ def _predicate(expr: Any) -> _Test | None:
         BoundLessThan,
         BoundLessThanOrEqual,
     )
-    from pyiceberg.expressions.visitors import IN_PREDICATE_LIMIT
-
     field = expr.term.ref().field
-    width = _width(field.field_type)
+    width = bound_width(field.field_type)
     if width is None:
         return None
     fid = field.field_id
@@ -117,7 +138,7 @@ def _predicate(expr: Any) -> _Test | None:
 
     if isinstance(expr, BoundIn):
         values = sorted(lit.value for lit in expr.literals)
-        if len(values) > IN_PREDICATE_LIMIT:  # pyiceberg does not look at bounds then
+        if in_limit is not None and len(values) > in_limit:  # pyiceberg does not look then
             return None
         return lambda lo, hi: _any_between(values, bound(lo), bound(hi))
     if not isinstance(
@@ -143,6 +164,8 @@ def _predicate(expr: Any) -> _Test | None:
     return lambda _, hi: (b := bound(hi)) is None or b >= v
 
 
-def _any_between(values: Any, lower: int | None, upper: int | None) -> bool:
-    """Whether a value lies within the bounds that are known."""
-    return any((lower is None or lower <= x) and (upper is None or x <= upper) for x in values)
+def _any_between(values: Sequence[int], lower: int | None, upper: int | None) -> bool:
+    """Whether a value of the sorted ``values`` lies within the bounds that are known: a
+    binary search."""
+    i = 0 if lower is None else bisect_left(values, lower)
+    return i < len(values) and (upper is None or values[i] <= upper)

@@ -7,11 +7,12 @@ row-filter syntax, and its mistakes (syntax, unknown column) are the caller's
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import ColumnNotFoundError, UnsupportedTableError, UsageError
+from puffin.iceberg.scan.where import parse_where
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
+    "bind_checked",
     "bind_where",
     "check_where",
     "filter_for_file",
@@ -41,10 +43,18 @@ def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpressio
     rounded, coerced or clamped).  A decimal literal with fewer decimal places than the
     column is rescaled (``999.5`` for a ``decimal(12, 2)`` column is ``999.50``).
     """
+    return bind_checked(table, check_where(table, where), where)
+
+
+def bind_checked(
+    table: Table, expr: BooleanExpression, where: object = None
+) -> BooleanExpression:
+    """A condition :func:`check_where` gave, bound to the table's current schema (a job that
+    needs both checks its condition once: an ``in`` list of 100,000 keys costs seconds)."""
     from pyiceberg.expressions import AlwaysFalse
     from pyiceberg.expressions.visitors import bind
 
-    expr = check_where(table, where)
+    where = expr if where is None else where
     try:
         bound = bind(table.schema(), expr, case_sensitive=True)
     except (ValueError, TypeError) as exc:  # pragma: no cover - _Checked binds each first
@@ -59,7 +69,7 @@ def check_where(table: Table, where: BooleanExpression | str) -> BooleanExpressi
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.expressions.visitors import rewrite_not, visit
 
-    expr = _parse(where) if isinstance(where, str) else where
+    expr = parse_where(where) if isinstance(where, str) else where
     if not isinstance(expr, BooleanExpression):
         raise TypeError(f"where must be a row-filter string or BooleanExpression, got {where!r}")
     # Negations pushed down to the predicates first (``not x in (1, 2)`` is ``x not in (1,
@@ -149,58 +159,6 @@ def _checked(schema: Any, where: object) -> Any:
     return Checked()
 
 
-_IN_LIST = re.compile(r"\bin\s*\(([^()]*)\)", re.IGNORECASE)
-_WHOLE = re.compile(r"^\s*[-+]?\d+\s*$")
-_DECIMAL = re.compile(r"^\s*[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\s*$")
-
-
-def _one_kind_per_list(where: str) -> str:
-    """``where`` with each ``in (...)`` list of whole and decimal numbers written all as
-    decimals: pyiceberg's parser takes one kind of literal per list, and fails a mixed one
-    at its first character. (Each value is then checked against the column's type.)"""
-
-    def rewrite(match: re.Match[str]) -> str:
-        items = match.group(1).split(",")
-        quoted = [i.strip().startswith("'") for i in items]
-        if any(quoted) and any(_DECIMAL.match(i) for i in items):
-            raise UsageError(
-                f"the list in ({match.group(1).strip()}) of the row filter {where!r} mixes "
-                "quoted text and numbers: a column takes one kind of value"
-            )
-        whole = [bool(_WHOLE.match(i)) for i in items]
-        if all(whole) or not all(_DECIMAL.match(i) for i in items):
-            return match.group(0)
-        items = [f"{i.strip()}.0" if w else i.strip() for i, w in zip(items, whole, strict=True)]
-        return f"in ({', '.join(items)})"
-
-    return _IN_LIST.sub(rewrite, where)
-
-
-def _parse(where: str) -> Any:
-    """A row-filter string as pyiceberg parses it; a syntax error is the caller's mistake."""
-    from pyiceberg.expressions.parser import parse
-    from pyparsing import ParseException
-
-    if not where.strip():
-        raise UsageError("the row filter is empty")
-    try:
-        return parse(_one_kind_per_list(where))
-    except ParseException as exc:
-        at = f" at column {exc.col}" if exc.col > 1 else ""  # 1: no alternative matched
-        raise UsageError(
-            f"cannot parse the row filter {where!r}{at}: pyiceberg's syntax "
-            "is comparisons (=, !=, <, <=, >, >=), in (...), is null, is nan, like, between, "
-            "combined with and, or, not (no arithmetic)"
-        ) from None
-    except ValueError as exc:  # pydantic's ValidationError: a tree pyiceberg cannot build
-        if "BooleanLiteral" not in str(exc):
-            raise
-        raise UsageError(
-            f"cannot use the row filter {where!r}: pyiceberg's parser cannot combine true or "
-            "false with and, or, not; leave the literal out (x and true is x, x or false is x)"
-        ) from None
-
-
 def matching_by_file(
     table: Table, planned: Sequence[PlannedFile], bound: BooleanExpression
 ) -> dict[str, npt.NDArray[np.int64]]:
@@ -211,15 +169,29 @@ def matching_by_file(
     metrics evaluator decides, as in its own planning (missing metrics: the file is read).
     Without it, every delete read every data file, and a table of many small appends got
     slower to delete from with each one."""
+    from puffin.iceberg.scan.bounds import bound_test
+    from puffin.iceberg.scan.keys import KeyMatch
+
+    quick = bound_test(bound, in_limit=None) or (lambda _: True)  # any length of in list
     might_match = _metrics_filter(bound)
+    job = _Job(KeyMatch.of(bound), {})  # bound once per job, not once per file
     out = {}
     for p in planned:
-        if not might_match(p.data_file):
+        if not (quick(p.data_file) and might_match(p.data_file)):
             continue
-        found = matching_positions(table, p, bound)
+        found = matching_positions(table, p, bound, job)
         if len(found):
             out[p.path] = found
     return out
+
+
+@dataclass
+class _Job:
+    """What one job prepares once for all its files: a list of keys sorted, and the Arrow
+    filter of each file schema met."""
+
+    keys: Any  # KeyMatch | None
+    filters: dict[Any, tuple[Any, list[str]]]
 
 
 def _metrics_filter(bound: BooleanExpression) -> Any:
@@ -236,9 +208,10 @@ def _metrics_filter(bound: BooleanExpression) -> Any:
 
 
 def matching_positions(
-    table: Table, planned: PlannedFile, bound: BooleanExpression
+    table: Table, planned: PlannedFile, bound: BooleanExpression, job: _Job | None = None
 ) -> npt.NDArray[np.int64]:
-    """Row positions of one data file that ``bound`` matches, deleted or not, sorted."""
+    """Row positions of one data file that ``bound`` matches, deleted or not, sorted.
+    ``job``: what :func:`matching_by_file` prepared once for every file."""
     import numpy as np
     import pyarrow.dataset as ds
     from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
@@ -261,9 +234,33 @@ def matching_positions(
         missing = _get_column_projection_values(
             df, schema, schema, table.specs().get(df.spec_id), file_schema.field_ids
         )
-        file_filter, columns = filter_for_file(bound, file_schema, missing)
+        job = job if job is not None else _Job(None, {})
+        keys = job.keys
+        column = _key_column(keys, file_schema, missing)
+        if keys is not None and column is not None:
+            wanted = keys.keys_for(df)
+            if not len(wanted):
+                return np.empty(0, dtype=np.int64)
+            values = fragment.to_table(schema=fragment.physical_schema, columns=[column])
+            return keys.positions(values.column(0), wanted)  # type: ignore[no-any-return]
+        key = (str(file_schema), tuple(sorted((k, repr(v)) for k, v in missing.items())))
+        known = job.filters.get(key)
+        if known is None:
+            known = job.filters[key] = filter_for_file(bound, file_schema, missing)
+        file_filter, columns = known
         data = fragment.to_table(schema=fragment.physical_schema, columns=columns)
     return np.sort(rows_matching(data, file_filter))
+
+
+def _key_column(keys: Any, file_schema: Any, missing: dict[int, Any]) -> str | None:
+    """The file's top-level column the keys are matched on, when the file holds it."""
+    if keys is None or keys.field_id in missing:
+        return None
+    try:
+        name = file_schema.find_column_name(keys.field_id)
+    except ValueError:
+        return None
+    return None if name is None or "." in name else str(name)
 
 
 def filter_for_file(

@@ -1,0 +1,138 @@
+"""Matching by long key lists (``scan/keys.py``, ``scan/where.py``, ``bounds.py``'s unlimited
+``in``): the same tree as pyiceberg's parser, the same rows as a model computed with pyarrow on
+the data files, and no file opened whose bounds hold no key."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from puffin.iceberg import create_sample_table, delete_rows, local_catalog, upgrade_to_v3
+from puffin.iceberg.scan import row_filter
+from puffin.iceberg.scan.bounds import IN_LIMIT
+from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.scan.where import LONG_LIST, parse_where
+from puffin.io.locations import local_path
+
+
+def test_the_in_limit_is_pyicebergs() -> None:
+    from pyiceberg.expressions.visitors import IN_PREDICATE_LIMIT
+
+    assert IN_LIMIT == IN_PREDICATE_LIMIT
+
+
+_ints = st.lists(st.integers(-(2**40), 2**40), min_size=1, max_size=150)
+_texts = st.lists(st.text("abcxyz _-0123456789", max_size=8), min_size=1, max_size=150)
+_decimals = st.lists(
+    st.decimals(-1000, 1000, places=2, allow_nan=False).map(lambda d: d.quantize(Decimal("0.01"))),
+    min_size=1,
+    max_size=150,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.one_of(_ints, _texts, _decimals),
+    negated=st.booleans(),
+    rest=st.sampled_from(["", " and category = 3", " or id < 0"]),
+)
+def test_a_long_list_parses_as_pyicebergs_parser_reads_it(
+    values: list[Any], negated: bool, rest: str
+) -> None:
+    from pyiceberg.expressions.parser import parse
+
+    def text(v: Any) -> str:
+        return f"'{v}'" if isinstance(v, str) else str(v)
+
+    where = f"name {'not ' if negated else ''}in ({', '.join(text(v) for v in values)}){rest}"
+    assert parse_where(where) == parse(where), (len(values) > LONG_LIST, where)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    folder = tmp_path_factory.mktemp("keys")
+    return upgrade_to_v3(create_sample_table(local_catalog(folder), "db.t", rows=4000, files=8))
+
+
+def _model(table: Any, column: str, keys: list[Any]) -> set[int]:
+    """The ids of the live rows whose ``column`` is one of ``keys``: pyarrow on each file."""
+    wanted = set(keys)
+    ids: set[int] = set()
+    for task in table.scan().plan_files():
+        path = local_path(str(task.file.file_path)) or ""
+        rows = pq.read_table(path, columns=["id", column]).to_pylist()
+        ids.update(row["id"] for row in rows if row[column] in wanted)
+    return ids
+
+
+def _copy(table: Any, tmp_path: Path) -> Any:
+    """The table in a catalog of its own, so each test deletes from a fresh copy."""
+    import shutil
+    import sqlite3
+
+    source = Path(local_path(table.location()) or "").parent.parent
+    target = tmp_path / "wh"
+    shutil.copytree(source, target)
+    with sqlite3.connect(target / "catalog.db") as db:
+        for column in ("metadata_location", "previous_metadata_location"):
+            db.execute(
+                f"UPDATE iceberg_tables SET {column} = replace({column}, ?, ?)",
+                (str(source), str(target)),
+            )
+    return local_catalog(target).load_table("db.t")
+
+
+@pytest.mark.parametrize(
+    ("column", "keys"),
+    [
+        ("id", list(range(0, 4000, 7))),  # 572 keys, every file holds some
+        ("id", [*range(100, 130), *range(10**9, 10**9 + 500)]),  # one file's, and none
+        ("user_name", [f"user-{i}" for i in range(0, 50_000, 90)]),  # strings, nulls beside
+    ],
+)
+def test_a_delete_by_many_keys_deletes_the_models_rows(
+    table: Any, tmp_path: Path, column: str, keys: list[Any]
+) -> None:
+    from puffin.iceberg import scan_table
+
+    copy = _copy(table, tmp_path)
+    expected = _model(copy, column, keys)
+    listed = ", ".join(f"'{k}'" if isinstance(k, str) else str(k) for k in keys)
+    result = delete_rows(copy, f"{column} in ({listed})")
+    assert result.deleted_rows == len(expected)
+    left = scan_table(result.table, selected_fields=("id",)).to_arrow().column("id")
+    assert set(left.to_pylist()) == set(range(4000)) - expected
+
+
+def test_files_whose_bounds_hold_no_key_are_not_opened(
+    table: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 keys, past pyiceberg's limit of 200: all outside every file's ids but for 3,
+    which lie in one file; only that file is read."""
+    opened: list[str] = []
+    copy = _copy(table, tmp_path)
+    real = copy.io.new_input
+
+    def counting(location: str) -> Any:
+        if location.endswith(".parquet"):
+            opened.append(location)
+        return real(location)
+
+    keys = [*range(10**9, 10**9 + 997), 5, 6, 7]
+    monkeypatch.setattr(copy.io, "new_input", counting)
+    bound = row_filter.bind_where(copy, f"id in ({', '.join(map(str, keys))})")
+    planned = plan_files(copy, copy.current_snapshot())
+    found = row_filter.matching_by_file(copy, planned, bound)
+    assert [len(v) for v in found.values()] == [3] and len(opened) == 1
+    # The sample's first file holds ids 0, 1, 2, ... in order: ids 5-7 are rows 5-7.
+    assert pa.array(next(iter(found.values()))).to_pylist() == [5, 6, 7]
