@@ -115,6 +115,12 @@ class JavaPeer:
         return self._rows(op="read", metadata=str(metadata_path(metadata)), columns=columns)
 
 
+def plan_java(peer: JavaPeer, metadata: str | os.PathLike[str], runs: int = 3) -> dict[str, Any]:
+    """Iceberg Java's ``newScan().planFiles()`` of the table at ``metadata``, ``runs`` times
+    in the peer's warm session: ``{"seconds": [...], "tasks": n}``."""
+    return peer.request(op="plan", metadata=str(metadata_path(metadata)), runs=runs)
+
+
 def read_java(peer: JavaPeer, metadata: str | os.PathLike[str]) -> pa.Table:
     """Every row Iceberg Java reads from the table at ``metadata`` (schema columns only)."""
     return peer.read(metadata)

@@ -39,6 +39,7 @@ REPORTS = {
     "bench_java.py": "| delete category = 0 | seconds |",
     "bench_maintenance.py": "expire_snapshots on 10 snapshots:",
     "bench_ndv.py": "compute_table_statistics / duckdb (4 files):",
+    "bench_planning.py": "key deletes checked against the model",
     "bench_row_deletes.py": "full scan before any delete (the v2 base table):",
     "bench_s3.py": "puffin, s3fs, every blob (read_all)",
     "bench_scan.py": "stream growth/rg",

@@ -73,6 +73,9 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
         raise
     planned = []
     for task in tasks:
+        if not task.delete_files:
+            planned.append(PlannedFile(task.file, []))
+            continue
         deletes = sorted(task.delete_files, key=lambda d: str(d.file_path))
         for d in deletes:
             if d.content == DataFileContent.EQUALITY_DELETES:
@@ -161,7 +164,7 @@ def _tasks(
     from pyiceberg.table import FileScanTask
     from pyiceberg.typedef import KeyDefaultDict
 
-    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
+    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex, partition_key
 
     data_entries = []
     index = DeleteFileIndex()
@@ -177,14 +180,21 @@ def _tasks(
             raise ValueError("PyIceberg does not yet support equality deletes")
         else:
             raise ValueError(f"unknown data file content {content}: {entry}")
-    residuals = KeyDefaultDict(planner._build_residual_evaluator)
+    evaluators = KeyDefaultDict(planner._build_residual_evaluator)
+    residuals: dict[tuple[int, tuple[Any, ...]], Any] = {}  # one per partition, not per file
+
+    def residual(data_file: Any) -> Any:
+        key = partition_key(data_file)
+        if key not in residuals:
+            evaluator = evaluators[data_file.spec_id](data_file)
+            residuals[key] = evaluator.residual_for(data_file.partition)
+        return residuals[key]
+
     return [
         FileScanTask(
             entry.data_file,
             delete_files=index.for_data_file(entry),
-            residual=residuals[entry.data_file.spec_id](entry.data_file).residual_for(
-                entry.data_file.partition
-            ),
+            residual=residual(entry.data_file),
         )
         for entry in data_entries
     ]

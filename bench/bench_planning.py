@@ -1,0 +1,200 @@
+"""Planning and key matching whose cost grows with the work, not the table (issue 43).
+
+Tables of N unpartitioned Parquet files of 200 rows (``id`` long, ``k`` int = id % 7),
+registered with ``add_files`` 1,000 at a time:
+
+* v3, ``delete_rows("k = 3 and id < N * 50")``: a deletion vector on each of the first
+  quarter of the files (N = 2,000 and 20,000: 500 and 5,000 vectors);
+* v2, one Parquet position-delete file for each of the first quarter (N = 20,000: 5,000
+  files, each naming its data file in its ``file_path`` bounds, as Java writes them).
+
+Planned by ``scan_table(t).plan_files()`` (the first, cold, and the best of the next runs),
+pyiceberg's ``t.scan().plan_files()`` (once: it takes minutes at 20,000 files) and Iceberg
+Java's ``table.newScan().planFiles()`` in a warm session (tests/peers' Java server, the table
+loaded once, the tasks counted in the JVM); every plan's file count checked.
+
+Then ``delete_rows`` of ``id in (...)`` lists of 10, 1,000 and 100,000 keys on a copy of the
+2,000-file v3 table, keys that match (spread over the ids) and keys that match nothing, each
+against reading (pyarrow) the files whose id bounds hold a key: the work a delete cannot skip.
+
+Run (after ``make peers``): ``.venv/bin/python bench/bench_planning.py [--runs 3]``
+(``--smoke``: 200 and 2,000 files, 10 and 1,000 keys, one run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+
+ROWS = 200
+
+
+def build(folder: Path, files: int, *, v2_deletes: bool = False) -> Any:
+    """The table of the docstring (v3 with vectors, or v2 with position-delete files)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, LongType, NestedField
+
+    from puffin.iceberg import add_files, delete_rows, local_catalog, upgrade_to_v3
+
+    catalog = local_catalog(folder)
+    catalog.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "k", IntegerType(), required=False),
+    )
+    table = catalog.create_table("db.t", schema)
+    source = folder / "src"
+    source.mkdir()
+    paths = []
+    for i in range(files):
+        ids = np.arange(i * ROWS, (i + 1) * ROWS, dtype=np.int64)
+        path = source / f"f{i:06d}.parquet"
+        pq.write_table(pa.table({"id": ids, "k": (ids % 7).astype(np.int32)}), path)
+        paths.append(str(path))
+    for start in range(0, files, 1000):
+        table = add_files(table, paths[start : start + 1000])
+    if v2_deletes:
+        return _position_deletes(catalog, table, files // 4)
+    return delete_rows(upgrade_to_v3(table), f"k = 3 and id < {files * ROWS // 4}").table
+
+
+def _position_deletes(catalog: Any, table: Any, count: int) -> Any:
+    """One v2 snapshot adding a position-delete file for each of the first ``count`` data
+    files (positions 0 and 3), with ``file_path`` bounds naming that file."""
+    from pyiceberg.manifest import DATA_FILE_TYPE
+
+    from iceberg_fixtures import _commit_delete_snapshot
+    from puffin.conformance.tables import write_position_delete_file
+    from puffin.iceberg.scan.delete_file_index import PATH_FIELD_ID
+    from puffin.io.locations import local_path
+
+    Path(local_path(table.location()) or "", "data").mkdir(parents=True, exist_ok=True)
+    names = [f.name for f in DATA_FILE_TYPE[2].fields]
+    data = sorted(str(t.file.file_path) for t in table.scan().plan_files())[:count]
+    deletes = []
+    for path in data:
+        delete_file = write_position_delete_file(table, {path: [0, 3]})
+        delete_file[names.index("lower_bounds")] = {PATH_FIELD_ID: path.encode()}
+        delete_file[names.index("upper_bounds")] = {PATH_FIELD_ID: path.encode()}
+        deletes.append(delete_file)
+    return _commit_delete_snapshot(catalog, table, deletes, format_version=2, new_identifier="db.d")
+
+
+def plan_ours(table: Any, runs: int) -> tuple[float, float, int, int]:
+    """(cold seconds, best warm seconds, files, files with deletes)."""
+    from puffin.iceberg import scan_table
+    from puffin.iceberg.metadata.manifests import clear_entry_cache
+
+    clear_entry_cache()
+    times, planned = [], []
+    for _ in range(runs + 1):
+        start = time.perf_counter()
+        planned = scan_table(table).plan_files()
+        times.append(time.perf_counter() - start)
+    return times[0], min(times[1:]), len(planned), sum(1 for p in planned if p.delete_files)
+
+
+def plan_pyiceberg(table: Any) -> tuple[float, int]:
+    start = time.perf_counter()
+    tasks = list(table.scan().plan_files())
+    return time.perf_counter() - start, len(tasks)
+
+
+def copy_table(folder: Path, target: Path) -> Any:
+    """A copy of the table's warehouse whose catalog names the copy's metadata."""
+    from puffin.iceberg import local_catalog
+
+    shutil.copytree(folder, target)
+    with sqlite3.connect(target / "catalog.db") as db:
+        for column in ("metadata_location", "previous_metadata_location"):
+            db.execute(
+                f"UPDATE iceberg_tables SET {column} = replace({column}, ?, ?)",
+                (str(folder), str(target)),
+            )
+    return local_catalog(target).load_table("db.t")
+
+
+def delete_by_keys(folder: Path, files: int, keys: int, match: bool, tmp: Path) -> dict[str, Any]:
+    """One delete of ``keys`` ids on a fresh copy; and the read of the files it must open."""
+    import pyarrow.parquet as pq
+
+    from puffin.iceberg import delete_rows
+
+    total = files * ROWS
+    ids = list(range(1, total, max(1, total // keys)))[:keys] if match else list(
+        range(10**12, 10**12 + keys)
+    )
+    table = copy_table(folder, tmp / f"copy-{keys}-{match}")
+    start = time.perf_counter()
+    result = delete_rows(table, f"id in ({', '.join(map(str, ids))})")
+    seconds = time.perf_counter() - start
+    holding = sorted({i // ROWS for i in ids if i < total})  # the files whose bounds hold a key
+    start = time.perf_counter()
+    for i in holding:
+        pq.read_table(folder / "src" / f"f{i:06d}.parquet")
+    reading = time.perf_counter() - start
+    # The model: ids of the table that the first delete (k = 3, first quarter) left live.
+    expected = sum(1 for i in ids if i < total and not (i % 7 == 3 and i < total // 4))
+    assert result.deleted_rows == expected, (result.deleted_rows, expected)
+    return {"keys": keys, "match": match, "seconds": seconds, "deleted": result.deleted_rows,
+            "expected": expected, "files_read": len(holding), "read_seconds": reading}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="smallest sizes, one run")
+    args = parser.parse_args()
+    sizes, key_counts, runs = ((200, 2000), (10, 1000), 1) if args.smoke else (
+        (2000, 20000), (10, 1000, 100_000), args.runs)
+    from peers.iceberg_java import JavaPeer, plan_java
+
+    with tempfile.TemporaryDirectory(prefix="bench-planning-") as tmp_text:
+        tmp = Path(tmp_text)
+        tables = {f"{n} files, {n // 4} DVs (v3)": (tmp / f"v3-{n}", build(tmp / f"v3-{n}", n))
+                  for n in sizes}
+        big = sizes[-1]
+        name = f"{big} files, {big // 4} position-delete files (v2)"
+        tables[name] = (tmp / f"v2-{big}", build(tmp / f"v2-{big}", big, v2_deletes=True))
+        print("| table | ours cold | ours warm | pyiceberg | Java warm (median) | ours / Java |")
+        print("|---|---|---|---|---|---|")
+        with JavaPeer(tmp / "java") as java:
+            for label, (_, table) in tables.items():
+                cold, warm, count, deleted = plan_ours(table, runs)
+                theirs, their_count = plan_pyiceberg(table)
+                java_plan = plan_java(java, table.metadata_location, runs=max(runs, 2))
+                java_s = statistics.median(java_plan["seconds"][1:] or java_plan["seconds"])
+                assert count == their_count == java_plan["tasks"], (count, their_count, java_plan)
+                assert deleted == count // 4, (label, deleted)
+                print(f"| {label} | {cold:.3f} s | {warm:.3f} s | {theirs:.3f} s | "
+                      f"{java_s:.3f} s | {warm / java_s:.2f}× |")
+        small = sizes[0]
+        print(f"\ndelete_rows by key lists on the {small}-file v3 table:")
+        print("| keys | match | seconds | rows deleted | files whose bounds hold a key | "
+              "reading them | delete / read |")
+        print("|---|---|---|---|---|---|---|")
+        for keys in key_counts:
+            for match in (True, False):
+                r = delete_by_keys(tmp / f"v3-{small}", small, keys, match, tmp)
+                ratio = r["seconds"] / r["read_seconds"] if r["read_seconds"] else float("nan")
+                print(f"| {keys:,} | {'yes' if match else 'no'} | {r['seconds']:.2f} | "
+                      f"{r['deleted']:,} | {r['files_read']:,} | {r['read_seconds']:.2f} s | "
+                      f"{ratio:.1f} |")
+        print("key deletes checked against the model")
+
+
+if __name__ == "__main__":
+    main()
