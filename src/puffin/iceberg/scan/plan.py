@@ -1,8 +1,10 @@
 """A snapshot's plan: its live data files, the deletes that apply to each, and which rows survive.
 
-pyiceberg plans the snapshot (its evaluators and delete index, over manifest entries read
-through the process's cache, files ruled out by their integer bounds first:
-:mod:`puffin.iceberg.scan.bounds`); :class:`puffin.iceberg.metadata.delete_files.DeleteIndex`
+pyiceberg's evaluators choose the files (over manifest entries read through the process's
+cache, files ruled out by their integer bounds first: :mod:`puffin.iceberg.scan.bounds`), and
+:class:`~puffin.iceberg.scan.delete_file_index.DeleteFileIndex` finds the deletes of each (by
+the data file a vector names, or by partition and sequence number), so that planning grows
+with data files plus delete files; :class:`puffin.iceberg.metadata.delete_files.DeleteIndex`
 answers "which positions of this data file are deleted", and :func:`keep_mask` turns those
 into a row mask for one slice of the file.
 """
