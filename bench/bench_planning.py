@@ -24,8 +24,6 @@ Run (after ``make peers``): ``.venv/bin/python bench/bench_planning.py [--runs 3
 from __future__ import annotations
 
 import argparse
-import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -113,20 +111,6 @@ def plan_pyiceberg(table: Any) -> tuple[float, int]:
     return time.perf_counter() - start, len(tasks)
 
 
-def copy_table(folder: Path, target: Path) -> Any:
-    """A copy of the table's warehouse whose catalog names the copy's metadata."""
-    from puffin.iceberg import local_catalog
-
-    shutil.copytree(folder, target)
-    with sqlite3.connect(target / "catalog.db") as db:
-        for column in ("metadata_location", "previous_metadata_location"):
-            db.execute(
-                f"UPDATE iceberg_tables SET {column} = replace({column}, ?, ?)",
-                (str(folder), str(target)),
-            )
-    return local_catalog(target).load_table("db.t")
-
-
 def delete_by_keys(folder: Path, files: int, keys: int, match: bool, tmp: Path) -> dict[str, Any]:
     """One delete of ``keys`` ids on a fresh copy; and the read of the files it must open."""
     import pyarrow.parquet as pq
@@ -137,7 +121,9 @@ def delete_by_keys(folder: Path, files: int, keys: int, match: bool, tmp: Path) 
     ids = list(range(1, total, max(1, total // keys)))[:keys] if match else list(
         range(10**12, 10**12 + keys)
     )
-    table = copy_table(folder, tmp / f"copy-{keys}-{match}")
+    from iceberg_fixtures import copy_warehouse
+
+    table = copy_warehouse(folder, tmp / f"copy-{keys}-{match}")
     start = time.perf_counter()
     result = delete_rows(table, f"id in ({', '.join(map(str, ids))})")
     seconds = time.perf_counter() - start

@@ -280,3 +280,22 @@ def commit_deletion_vectors_v3(
         ),
         entries,
     )
+
+
+def copy_warehouse(source: Path, target: Path, identifier: str = "db.t") -> Table:
+    """A copy of an embedded catalog's warehouse whose catalog names the copy's metadata
+    files (their contents still name the original's data, which the copy reads): a fresh
+    start for a job that commits, from the same table state each time."""
+    import shutil
+    import sqlite3
+
+    from puffin.iceberg import local_catalog
+
+    shutil.copytree(source, target)
+    with sqlite3.connect(target / "catalog.db") as db:
+        for column in ("metadata_location", "previous_metadata_location"):
+            db.execute(
+                f"UPDATE iceberg_tables SET {column} = replace({column}, ?, ?)",
+                (str(source), str(target)),
+            )
+    return local_catalog(target).load_table(identifier)

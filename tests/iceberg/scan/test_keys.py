@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iceberg_fixtures import copy_warehouse
 from puffin.iceberg import create_sample_table, delete_rows, local_catalog, upgrade_to_v3
 from puffin.iceberg.scan import row_filter
 from puffin.iceberg.scan.bounds import IN_LIMIT
@@ -76,20 +77,9 @@ def _model(table: Any, column: str, keys: list[Any]) -> set[int]:
 
 
 def _copy(table: Any, tmp_path: Path) -> Any:
-    """The table in a catalog of its own, so each test deletes from a fresh copy."""
-    import shutil
-    import sqlite3
-
+    """The table in a catalog of its own, so each test deletes from the same state."""
     source = Path(local_path(table.location()) or "").parent.parent
-    target = tmp_path / "wh"
-    shutil.copytree(source, target)
-    with sqlite3.connect(target / "catalog.db") as db:
-        for column in ("metadata_location", "previous_metadata_location"):
-            db.execute(
-                f"UPDATE iceberg_tables SET {column} = replace({column}, ?, ?)",
-                (str(source), str(target)),
-            )
-    return local_catalog(target).load_table("db.t")
+    return copy_warehouse(source, tmp_path / "wh")
 
 
 @pytest.mark.parametrize(
