@@ -126,3 +126,22 @@ def test_files_whose_bounds_hold_no_key_are_not_opened(
     assert [len(v) for v in found.values()] == [3] and len(opened) == 1
     # The sample's first file holds ids 0, 1, 2, ... in order: ids 5-7 are rows 5-7.
     assert pa.array(next(iter(found.values()))).to_pylist() == [5, 6, 7]
+
+
+@pytest.mark.parametrize(
+    ("where", "as_pyiceberg_reads_it"),
+    [
+        ("user_name = 'found in (1, 2.5)'", None),
+        ("user_name = 'x in (' or id in (" + ", ".join(map(str, range(100))) + ")", None),
+        (
+            "user_name in ('in (1, 2.5)', 'b') and id in (1, 2.5)",
+            "user_name in ('in (1, 2.5)', 'b') and id in (1.0, 2.5)",
+        ),
+    ],
+)
+def test_text_in_a_quoted_literal_is_left_as_it_is(
+    where: str, as_pyiceberg_reads_it: str | None
+) -> None:
+    from pyiceberg.expressions.parser import parse
+
+    assert parse_where(where) == parse(as_pyiceberg_reads_it or where)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -74,7 +75,11 @@ def _one_kind_per_list(where: str) -> str:
     decimals: pyiceberg's parser takes one kind of literal per list, and fails a mixed one
     at its first character. (Each value is then checked against the column's type.)"""
 
+    inside = _quoted_spans(where)
+
     def rewrite(match: re.Match[str]) -> str:
+        if inside(match.start()):
+            return match.group(0)  # text in a quoted literal, not a list
         items = match.group(2).split(",")
         quoted = [i.strip().startswith("'") for i in items]
         if any(quoted) and any(_DECIMAL.match(i) for i in items):
@@ -96,7 +101,11 @@ def _lift_long_lists(where: str, lifted: dict[str, list[Any]]) -> str:
     """Each long list of plain literals replaced by a placeholder text literal; its values
     (ints, floats or strings, as pyiceberg's parser would read them) go into ``lifted``."""
 
+    inside = _quoted_spans(where)
+
     def lift(match: re.Match[str]) -> str:
+        if inside(match.start()):
+            return match.group(0)
         items = match.group(2).split(",")
         values = _values(items) if len(items) > LONG_LIST else None
         if values is None:
@@ -106,6 +115,12 @@ def _lift_long_lists(where: str, lifted: dict[str, list[Any]]) -> str:
         return f"{match.group(1) or ''}in ('{placeholder}', '{placeholder}')"
 
     return _IN_LIST.sub(lift, where)
+
+
+def _quoted_spans(where: str) -> Callable[[int], bool]:
+    """Whether a position of ``where`` lies inside a quoted literal."""
+    spans = [m.span() for m in re.finditer(r"'[^']*'", where)]
+    return lambda at: any(start < at < end for start, end in spans)
 
 
 def _values(items: list[str]) -> list[Any] | None:
