@@ -240,17 +240,28 @@ def run() -> None:
     Once the command has finished (and said what it did), Ctrl-C and SIGTERM are ignored
     while the interpreter tears down, so the process ends with that status: a handler would
     raise the interrupt inside whatever finalizer is running, and the signal's own action
-    (which the interpreter restores near its end) would report 130, "nothing was
-    committed", after a commit that landed.
+    (which the interpreter restores near its end, and takes itself for an interrupt no
+    handler caught) would report 130, "nothing was committed", after a commit that landed.
+    An interrupt in the moment between the command's end and that is caught here too: the
+    status stays the command's, or says whether a commit landed when it had none yet.
     """
-    status = main()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        # Ignored process-wide (a mask would hold only this thread; pyarrow's threads would
-        # still take the signal), and the interpreter keeps an ignore to the end.
-        signal.signal(sig, signal.SIG_IGN)
+    status: int | None = None
+    while True:
+        try:
+            if status is None:
+                status = main()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                # Ignored process-wide (a mask would hold only this thread; pyarrow's
+                # threads would still take the signal), and the interpreter keeps it.
+                signal.signal(sig, signal.SIG_IGN)
+            break
+        except KeyboardInterrupt:
+            if status is None:
+                committed, _ = last_commit()
+                status = EXIT_COMMITTED_INTERRUPTED if committed else EXIT_INTERRUPTED
     raise SystemExit(status)
 
 
