@@ -35,7 +35,7 @@ _PLAIN_DECIMAL = re.compile(r"^\s*[-+]?\d+\.\d+\s*$")  # read by pyiceberg as a 
 _QUOTED = re.compile(r"^\s*'([^']*)'\s*$")
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=2)  # a job reuses its parse; a long list weighs megabytes
 def parse_where(where: str) -> Any:
     """A row-filter string as pyiceberg parses it (unbound); a syntax error is the caller's
     mistake (:class:`UsageError`)."""
