@@ -81,14 +81,9 @@ def register_cli(subparsers: Any) -> None:
         add(commands)
 
 
-def add_progress_option(parser: argparse.ArgumentParser, when: str) -> None:
-    """``--progress/--no-progress``, spelled as every long-running ``puffin`` command spells it."""
-    from puffin.cli import add_progress_option as add
-
-    add(parser, when)
-
-
 def _add_stats(commands: TableCommands) -> None:
+    from puffin.cli import add_progress_option
+
     stats = commands.group("stats", help="compute or show table statistics (theta sketches)")
     compute = stats.add(
         "compute",

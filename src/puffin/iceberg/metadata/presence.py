@@ -126,11 +126,10 @@ def missing_location(exc: BaseException) -> str | None:
 def vanished(exc: BaseException, locations: Iterable[str]) -> str | None:
     """The one of ``locations`` (files a write produced) that ``exc``, a
     ``FileNotFoundError`` from the write or its commit, says is gone; else ``None``."""
-    if not isinstance(exc, FileNotFoundError):
+    from puffin.io.locations import location_key
+
+    missing = missing_location(exc)
+    if missing is None:
         return None
-    text = f"{exc.filename or ''} {exc}"
-    for location in locations:
-        local = local_path(location)
-        if location in text or (local is not None and local in text):
-            return location
-    return None
+    key = location_key(missing)
+    return next((loc for loc in locations if location_key(loc) == key), None)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
 
-__all__ = ["IN_LIMIT", "bound_test", "bound_width", "bounds_test"]
+__all__ = ["IN_LIMIT", "bound_test", "bound_width", "bounds_test", "decode_bound"]
 
 #: lower bounds, upper bounds -> False if no row can match.
 _Test = Callable[[Mapping[int, bytes], Mapping[int, bytes]], bool]
@@ -115,6 +115,14 @@ def bound_width(field_type: Any) -> int | None:
     return 8 if isinstance(field_type, eight) else None
 
 
+def decode_bound(raw: bytes | None, width: int) -> int | None:
+    """An integer-like column's bound (``width`` bytes, little-endian, signed); None when
+    absent, or not what pyiceberg would decode (then pyiceberg decides)."""
+    if raw is None or len(raw) != width:
+        return None
+    return int.from_bytes(raw, "little", signed=True)
+
+
 def _predicate(expr: Any, in_limit: int | None) -> _Test | None:
     from pyiceberg.expressions import (
         BoundEqualTo,
@@ -131,10 +139,7 @@ def _predicate(expr: Any, in_limit: int | None) -> _Test | None:
     fid = field.field_id
 
     def bound(bounds: Mapping[int, bytes]) -> int | None:
-        raw = bounds.get(fid)
-        if raw is None or len(raw) != width:
-            return None  # absent, or not what pyiceberg would decode: it decides
-        return int.from_bytes(raw, "little", signed=True)
+        return decode_bound(bounds.get(fid), width)
 
     if isinstance(expr, BoundIn):
         values = sorted(lit.value for lit in expr.literals)

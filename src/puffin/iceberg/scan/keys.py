@@ -15,6 +15,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from puffin.iceberg.scan.bounds import decode_bound
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -83,7 +85,7 @@ class KeyMatch:
         if raw is None:
             return None
         if self.width is not None:
-            return int.from_bytes(raw, "little", signed=True) if len(raw) == self.width else None
+            return decode_bound(raw, self.width)
         try:  # a string bound may be truncated: a prefix below, one char up above
             return bytes(raw).decode("utf-8")
         except UnicodeDecodeError:

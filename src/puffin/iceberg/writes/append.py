@@ -14,7 +14,6 @@ snapshot, so a caller need not look at the format version.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -27,7 +26,7 @@ from puffin.iceberg.metadata.commits import (
     with_retries,
 )
 from puffin.iceberg.metadata.manifests import remove_files
-from puffin.iceberg.metadata.presence import file_gone
+from puffin.iceberg.metadata.presence import file_gone, missing_location
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.writes.schema import conform
 
@@ -232,9 +231,9 @@ def write_data_files(table: Table, data: Any, *, into: FileTarget | None = None)
         _release_writers(exc)
         mine = [str(f.file_path) for f in files] + _named(table, str(write_uuid))
         remove_files(table, mine)
-        named = re.search(rf"[^\s'\"]*{write_uuid}[^\s'\"]*", str(exc))
-        if isinstance(exc, FileNotFoundError) and named:  # taken by a cleanup beside us
-            raise file_gone(named.group(0)) from exc
+        gone = missing_location(exc)
+        if gone is not None and str(write_uuid) in gone:  # taken by a cleanup beside us
+            raise file_gone(gone) from exc
         raise
     empty = [str(f.file_path) for f in files if f.record_count == 0]
     remove_files(table, empty)
