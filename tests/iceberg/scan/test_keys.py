@@ -59,6 +59,78 @@ def test_a_long_list_parses_as_pyicebergs_parser_reads_it(
     assert parse_where(where) == parse(where), (len(values) > LONG_LIST, where)
 
 
+def _schema(*, moved: bool = False) -> Any:
+    """Columns of each kind a key list meets; ``moved``: the same columns in another order,
+    so that a bound reference's accessor differs."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import (
+        DateType,
+        DecimalType,
+        DoubleType,
+        IntegerType,
+        LongType,
+        NestedField,
+        StringType,
+    )
+
+    fields = [
+        NestedField(1, "i", IntegerType(), required=False),
+        NestedField(2, "l", LongType(), required=False),
+        NestedField(3, "s", StringType(), required=False),
+        NestedField(4, "d", DateType(), required=False),
+        NestedField(5, "dec", DecimalType(10, 2), required=False),
+        NestedField(6, "f", DoubleType(), required=False),
+    ]
+    return Schema(*(reversed(fields) if moved else fields))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.one_of(
+        st.lists(st.integers(-(2**33), 2**33), min_size=LONG_LIST + 1, max_size=120),
+        st.lists(st.integers(-100, 100), min_size=LONG_LIST + 1, max_size=120),
+        st.lists(st.dates().map(str), min_size=LONG_LIST + 1, max_size=120),
+        _decimals.filter(lambda v: len(v) > LONG_LIST),
+    ),
+    column=st.sampled_from(["i", "l", "s", "d", "dec", "f"]),
+    negated=st.booleans(),
+    moved=st.booleans(),
+)
+def test_a_long_list_binds_as_pyiceberg_binds_it(
+    values: list[Any], column: str, negated: bool, moved: bool
+) -> None:
+    """Bound twice (the second time from the list's cache), to the schema or to one with the
+    columns in another order: always pyiceberg's bound predicate, or pyiceberg's error."""
+    from pyiceberg.expressions.parser import parse
+    from pyiceberg.expressions.visitors import bind
+
+    def text(v: Any) -> str:
+        return f"'{v}'" if isinstance(v, str) else str(v)
+
+    where = f"{column} {'not ' if negated else ''}in ({', '.join(text(v) for v in values)})"
+    ours, theirs = parse_where(where), parse(where)
+    assert ours == theirs and theirs == ours
+    assert ~ours == ~theirs and ~~ours == theirs
+    for schema in (_schema(), _schema(moved=moved), _schema()):
+        try:
+            expected = bind(schema, theirs, case_sensitive=True)
+        except (TypeError, ValueError) as exc:
+            with pytest.raises(type(exc)):
+                bind(schema, ours, case_sensitive=True)
+            continue
+        got = bind(schema, ours, case_sensitive=True)
+        assert got == expected and got.term.ref().accessor == expected.term.ref().accessor
+
+
+def test_a_long_list_is_bound_once_per_schema() -> None:
+    from pyiceberg.expressions.visitors import bind
+
+    expr = parse_where(f"l in ({', '.join(map(str, range(100)))})")
+    schema = _schema()
+    assert bind(schema, expr, True) is bind(schema, expr, True)
+    assert bind(_schema(), expr, True) is not bind(schema, expr, True)
+
+
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Any:
     folder = tmp_path_factory.mktemp("keys")

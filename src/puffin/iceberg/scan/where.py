@@ -4,7 +4,8 @@ pyiceberg parses a row filter with pyparsing, whose cost grows with the square o
 list's length (a delete by 100,000 keys spent 38 s in the parser, twice). Here each ``in``
 list of more than :data:`LONG_LIST` plain literals (numbers, or quoted text without quotes
 inside) is lifted out of the string before pyiceberg parses it, replaced by one placeholder
-literal, and put back into the parsed tree as an ``In``/``NotIn`` of its values. Parsing is
+literal, and put back into the parsed tree as an ``In``/``NotIn`` of its values
+(:mod:`puffin.iceberg.scan.key_list`: bound without a conversion per key). Parsing is
 cached: a job parses its condition once, however many times it is checked.
 
 Two more things pyiceberg's parser does not: a list of whole and decimal numbers is read as
@@ -139,7 +140,9 @@ def _values(items: list[str]) -> list[Any] | None:
 def _put_back(expr: Any, lifted: dict[str, list[Any]]) -> Any:
     """``expr`` with each placeholder predicate an ``In``/``NotIn`` of the lifted values
     (pyiceberg reads a list of one distinct value as ``=``/``!=``)."""
-    from pyiceberg.expressions import And, EqualTo, In, Not, NotEqualTo, NotIn, Or
+    from pyiceberg.expressions import And, EqualTo, Not, NotEqualTo, Or
+
+    from puffin.iceberg.scan.key_list import key_list
 
     if isinstance(expr, And):
         return And(_put_back(expr.left, lifted), _put_back(expr.right, lifted))
@@ -148,6 +151,6 @@ def _put_back(expr: Any, lifted: dict[str, list[Any]]) -> Any:
     if isinstance(expr, Not):
         return Not(_put_back(expr.child, lifted))
     if isinstance(expr, (EqualTo, NotEqualTo)) and str(expr.literal.value) in lifted:
-        kind: Any = In if isinstance(expr, EqualTo) else NotIn
-        return kind(expr.term, lifted[str(expr.literal.value)])
+        values = lifted[str(expr.literal.value)]
+        return key_list(expr.term, values, negated=isinstance(expr, NotEqualTo))
     return expr
