@@ -66,13 +66,17 @@ def _batch(start: int, rows: int, rng: np.random.Generator) -> pa.Table:
     )
 
 
-def make_base(folder: Path, rows: int, files: int) -> tuple[Catalog, str, int]:
-    """The v2 table of ``files`` appends; (catalog, its metadata location, rows to delete)."""
+def make_base(
+    folder: Path, rows: int, files: int, *, numeric: bool = False
+) -> tuple[Catalog, str, int]:
+    """The v2 table of ``files`` appends; (catalog, its metadata location, rows to delete).
+    ``numeric``: without the ``name`` column (numbers only)."""
     catalog = local_catalog(folder)
     catalog.create_namespace_if_not_exists("bench")
+    schema = Schema(*SCHEMA.fields[:3]) if numeric else SCHEMA
     table = catalog.create_table(
         "bench.base",
-        SCHEMA,
+        schema,
         properties={"format-version": "2", "write.target-file-size-bytes": str(1 << 40)},
     )
     rng = np.random.default_rng(13)
@@ -80,6 +84,7 @@ def make_base(folder: Path, rows: int, files: int) -> tuple[Catalog, str, int]:
     to_delete = 0
     for f in range(files):
         batch = _batch(f * per_file, per_file, rng)
+        batch = batch.drop_columns(["name"]) if numeric else batch
         to_delete += int(pc.sum(pc.equal(batch["k"], 0)).as_py())
         table.append(batch)
     table = catalog.load_table("bench.base")

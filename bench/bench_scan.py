@@ -1,7 +1,8 @@
 """Full scans after deletes: ``puffin.iceberg.scan_table`` against pyiceberg and DuckDB (issue 30).
 
 The table of ``bench_row_deletes.py`` (10 million rows in 20 Parquet files: id long, k int,
-amount double uniform in [0, 1000), name string), upgraded to v3, in three states:
+amount double uniform in [0, 1000), name string; ``--numeric``: without the strings),
+upgraded to v3, in three states:
 
 * ``none``: no deletes;
 * ``one``: one ``delete_rows`` commit of ``amount < 1`` (0.1 % of the rows, one DV file);
@@ -15,7 +16,7 @@ against the model (rows minus the rows the filters select, counted with pyarrow 
 as generated). Then ``to_arrow_batch_reader`` in a child process per state: its peak RSS
 growth over the RSS after planning, against the Arrow size of one row group.
 
-Run: ``.venv/bin/python bench/bench_scan.py [--rows 10000000] [--files 20] [--runs 3]``
+Run: ``.venv/bin/python bench/bench_scan.py [--rows 10000000] [--files 20] [--runs 3] [--numeric]``
 (``--smoke``: 20,000 rows in 2 files, one run)
 """
 
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--numeric", action="store_true", help="the table without its strings")
     parser.add_argument("--smoke", action="store_true",
                         help="smallest sizes, one run: tests/project/test_benchmarks.py")
     args = parser.parse_args(argv)
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     print(_load(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
         folder = Path(tmp)
-        catalog, base, _ = make_base(folder, args.rows, args.files)
+        catalog, base, _ = make_base(folder, args.rows, args.files, numeric=args.numeric)
         paths = [t.file.file_path for t in catalog.load_table("bench.base").scan().plan_files()]
         group = _row_group_bytes(paths[0])
         results = {}
@@ -175,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _report(args: argparse.Namespace, results: dict[str, dict[str, float]], group: int) -> None:
     undeleted = results["none"]["pyiceberg"]
-    print(f"\n{args.rows:,} rows in {args.files} files; medians of {args.runs} runs (seconds)")
+    kind = "numbers only (id, k, amount)" if args.numeric else "id, k, amount, name"
+    print(f"\n{args.rows:,} rows ({kind}) in {args.files} files; medians of {args.runs} runs "
+          "(seconds)")
     print(f"one row group in Arrow: {group / 2**20:.1f} MiB")
     head = ["state", "pyiceberg", "ours", "ours/pyi same", "ours/pyi none", "duckdb read",
             "duckdb count", "stream growth/rg", "stream peak MiB"]

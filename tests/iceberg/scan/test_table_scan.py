@@ -339,3 +339,45 @@ def test_a_uuid_condition_matches_its_rows(
     for t in (base, table):
         got = scan_table(t, f"session_id = '{wanted}'", ("id", "session_id")).to_arrow()
         assert got.column("session_id").to_pylist() == [wanted]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"selected_fields": ("id", "amount")}, {"row_filter": "id >= 1000"}],
+    ids=["all", "numbers", "filtered"],
+)
+def test_rows_already_in_shape_read_as_converted_rows(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]
+) -> None:
+    """Batches whose columns already have the scan's names and types skip pyiceberg's
+    conversion (``rows._FileShape.as_read``); they read exactly as converted ones, schema
+    metadata included, whole and streamed."""
+    from puffin.iceberg.scan import rows
+
+    name = f"db.shape_{next(_counter)}"
+    table = delete_rows(
+        upgrade_to_v3(create_sample_table(catalog, name, rows=3000, files=2, seed=3)), "id < 50"
+    ).table
+    shapes: list[bool] = []
+    made = rows._FileShape.__init__
+
+    def noting(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        shapes.append(self.as_read)
+
+    monkeypatch.setattr(rows._FileShape, "__init__", noting)
+    fast = [scan_table(table, **options).to_arrow()]
+    fast.append(scan_table(table, **options).to_arrow_batch_reader().read_all())
+    assert shapes and all(shapes)  # each file's columns are the scan's
+
+    def converting(self: Any, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        self.as_read = False
+
+    monkeypatch.setattr(rows._FileShape, "__init__", converting)
+    slow = [scan_table(table, **options).to_arrow()]
+    slow.append(scan_table(table, **options).to_arrow_batch_reader().read_all())
+    for got, expected in zip(fast, slow, strict=True):
+        assert got.schema.equals(expected.schema, check_metadata=True)
+        assert got.equals(expected)
+        assert got.num_rows == (2000 if "row_filter" in options else 2950)

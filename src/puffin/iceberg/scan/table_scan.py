@@ -25,7 +25,7 @@ from puffin.errors import ColumnNotFoundError, UsageError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
 from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
-from puffin.iceberg.scan.rows import BATCH_ROWS, TABLE_BATCH_ROWS, RowReader
+from puffin.iceberg.scan.rows import BATCH_ROWS, RowReader
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -159,7 +159,7 @@ class TableScan:
         if self.limit is not None:  # one file after another, until the limit
             batches = list(_limited(self._batches(False), self.limit))
         else:
-            reader = self._reader(TABLE_BATCH_ROWS)
+            reader = self._reader(None)  # a row group at a time
             executor = ExecutorFactory.get_or_create()
             parts = executor.map(lambda p: list(reader.file_batches(p)), self.plan_files())
             batches = list(itertools.chain.from_iterable(parts))
@@ -186,7 +186,7 @@ class TableScan:
                 # system, or a long stream's RSS creeps up by a row group at a time.
                 pool.release_unused()
 
-    def _reader(self, batch_rows: int = BATCH_ROWS) -> RowReader:
+    def _reader(self, batch_rows: int | None = BATCH_ROWS) -> RowReader:
         from pyiceberg.utils.concurrent import ExecutorFactory
 
         planned = self.plan_files()
