@@ -114,7 +114,8 @@ def test_a_long_list_binds_as_pyiceberg_binds_it(
     for schema in (_schema(), _schema(moved=moved), _schema()):
         try:
             expected = bind(schema, theirs, case_sensitive=True)
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # what pyiceberg raises ('2000-01-01' on a decimal column:
+            # InvalidOperation), ours raises too
             with pytest.raises(type(exc)):
                 bind(schema, ours, case_sensitive=True)
             continue

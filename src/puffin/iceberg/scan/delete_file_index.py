@@ -86,9 +86,9 @@ class DeleteFileIndex:
         sequence = _sequence(entry)
         path = str(data_file.file_path)
         found: set[DataFile] = set()
-        key = partition_key(data_file)
-        in_partition = self._by_partition.get(key)
-        if in_partition is not None:
+        # Only vectors (v3), or only partition-wide files (v2): the other lookup is skipped.
+        in_partition = self._by_partition and self._by_partition.get(partition_key(data_file))
+        if in_partition:
             for _, delete_file, bounds in in_partition.at_or_after(sequence):
                 if bounds is None or bounds[0] <= path <= bounds[1]:
                     found.add(delete_file)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,10 +60,8 @@ def plan_files(
 def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
     """The files pyiceberg's ``scan`` plans (pruned by its filter), sorted by path;
     :class:`UnsupportedTableError` naming the file for an equality delete."""
-    from pyiceberg.manifest import DataFileContent
-
     try:
-        tasks = list(_plan(scan))
+        planned = _plan(scan)
     except ValueError as exc:
         if "equality delete" in str(exc).lower():
             named = ", ".join(_equality_delete_files(scan)[:3]) or "(not found)"
@@ -73,29 +71,17 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
                 "or after a compaction that applies them"
             ) from exc
         raise
-    planned = []
-    for task in tasks:
-        if not task.delete_files:
-            planned.append(PlannedFile(task.file, []))
-            continue
-        deletes = sorted(task.delete_files, key=lambda d: str(d.file_path))
-        for d in deletes:
-            if d.content == DataFileContent.EQUALITY_DELETES:
-                raise UnsupportedTableError(
-                    f"equality delete file {d.file_path} applies to {task.file.file_path}; "
-                    "equality deletes are not supported"
-                )
-        planned.append(PlannedFile(task.file, deletes))
     planned.sort(key=lambda p: p.path)
     return planned
 
 
-def _plan(scan: DataScan) -> Iterable[FileScanTask]:
-    """pyiceberg's plan of ``scan`` (its evaluators, sequence-number rules and delete index),
-    with the manifests' entries read through the process's cache of committed manifests:
-    a table that takes one commit after another plans each over the same manifests."""
+def _plan(scan: DataScan) -> list[PlannedFile]:
+    """pyiceberg's plan of ``scan`` (its evaluators and sequence-number rules), with the
+    manifests' entries read through the process's cache of committed manifests (a table
+    that takes one commit after another plans each over the same manifests) and the
+    deletes of each data file found through our delete-file index."""
     if scan._should_use_server_side_planning():
-        return scan.plan_files()
+        return [_from_task(task) for task in scan.plan_files()]
     snapshot = scan.snapshot()
     if snapshot is None:
         return []
@@ -106,7 +92,20 @@ def _plan(scan: DataScan) -> Iterable[FileScanTask]:
         case_sensitive=scan.case_sensitive,
         options=scan.options,
     )
-    return planner.plan_files(snapshot.manifests(scan.io))  # type: ignore[no-any-return]
+    return _planned(planner.plan_manifest_entries(snapshot.manifests(scan.io)))
+
+
+def _from_task(task: FileScanTask) -> PlannedFile:
+    """A task a catalog planned, as a :class:`PlannedFile` (equality deletes refused)."""
+    from pyiceberg.manifest import DataFileContent
+
+    for d in task.delete_files:
+        if d.content == DataFileContent.EQUALITY_DELETES:
+            raise UnsupportedTableError(
+                f"equality delete file {d.file_path} applies to {task.file.file_path}; "
+                "equality deletes are not supported"
+            )
+    return PlannedFile(task.file, sorted(task.delete_files, key=lambda d: str(d.file_path)))
 
 
 @functools.cache
@@ -145,34 +144,22 @@ def _cached_planner() -> Any:
 
             return ExecutorFactory.get_or_create().map(entries, work)
 
-        def plan_files(
-            self,
-            manifests: Iterable[ManifestFile],
-            manifest_entry_filter: Callable[[Any], bool] = lambda _: True,
-        ) -> list[FileScanTask]:
-            """pyiceberg's tasks, with the deletes of each data file found through
-            :class:`~puffin.iceberg.scan.delete_file_index.DeleteFileIndex` (by the file
-            they name, or by partition and sequence number) instead of pyiceberg's index,
-            which tests every vector of a partition against every data file of it."""
-            return _tasks(self, manifests, manifest_entry_filter)
-
     return CachedPlanner
 
 
-def _tasks(
-    planner: Any, manifests: Iterable[Any], entry_filter: Callable[[Any], bool]
-) -> list[FileScanTask]:
+def _planned(groups: Iterable[list[Any]]) -> list[PlannedFile]:
+    """The data entries of ``groups`` (the planner's entries, a list per manifest) with the
+    delete files of each, found through :class:`DeleteFileIndex` (by the file they name,
+    or by partition and sequence number): pyiceberg's own index tests every vector of a
+    partition against every data file of it. (pyiceberg's residuals are not made: a
+    :class:`PlannedFile` has none.)"""
     from pyiceberg.manifest import DataFileContent
-    from pyiceberg.table import FileScanTask
-    from pyiceberg.typedef import KeyDefaultDict
 
-    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex, partition_key
+    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
 
     data_entries = []
     index = DeleteFileIndex()
-    for entry in itertools.chain.from_iterable(planner.plan_manifest_entries(manifests)):
-        if not entry_filter(entry):
-            continue
+    for entry in itertools.chain.from_iterable(groups):
         content = entry.data_file.content
         if content == DataFileContent.DATA:
             data_entries.append(entry)
@@ -182,24 +169,16 @@ def _tasks(
             raise ValueError("PyIceberg does not yet support equality deletes")
         else:
             raise ValueError(f"unknown data file content {content}: {entry}")
-    evaluators = KeyDefaultDict(planner._build_residual_evaluator)
-    residuals: dict[tuple[int, tuple[Any, ...]], Any] = {}  # one per partition, not per file
-
-    def residual(data_file: Any) -> Any:
-        key = partition_key(data_file)
-        if key not in residuals:
-            evaluator = evaluators[data_file.spec_id](data_file)
-            residuals[key] = evaluator.residual_for(data_file.partition)
-        return residuals[key]
-
+    if index.is_empty():
+        return [PlannedFile(entry.data_file, []) for entry in data_entries]
     return [
-        FileScanTask(
-            entry.data_file,
-            delete_files=index.for_data_file(entry),
-            residual=residual(entry.data_file),
-        )
+        PlannedFile(entry.data_file, sorted(index.for_data_file(entry), key=_path))
         for entry in data_entries
     ]
+
+
+def _path(data_file: DataFile) -> str:
+    return str(data_file.file_path)
 
 
 def _equality_delete_files(scan: DataScan) -> list[str]:
