@@ -8,10 +8,13 @@ registered with ``add_files`` 1,000 at a time:
 * v2, one Parquet position-delete file for each of the first quarter (N = 20,000: 5,000
   files, each naming its data file in its ``file_path`` bounds, as Java writes them).
 
-Planned by ``scan_table(t).plan_files()`` (the first, cold, and the best of the next runs),
+Planned by ``scan_table(t).plan_files()`` (the first, cold, and the median of the next runs),
 pyiceberg's ``t.scan().plan_files()`` (once: it takes minutes at 20,000 files) and Iceberg
 Java's ``table.newScan().planFiles()`` in a warm session (tests/peers' Java server, the table
 loaded once, the tasks counted in the JVM); every plan's file count checked.
+
+Whole reads to Arrow of the v3 tables: pyiceberg's and ours of the table before its delete,
+ours of the table with its vectors (the per-file cost of a read), each row count checked.
 
 Then ``delete_rows`` of ``id in (...)`` lists of 10, 1,000 and 100,000 keys on a copy of the
 2,000-file v3 table, keys that match (spread over the ids) and keys that match nothing, each
@@ -68,7 +71,9 @@ def build(folder: Path, files: int, *, v2_deletes: bool = False) -> Any:
         table = add_files(table, paths[start : start + 1000])
     if v2_deletes:
         return _position_deletes(catalog, table, files // 4)
-    return delete_rows(upgrade_to_v3(table), f"k = 3 and id < {files * ROWS // 4}").table
+    table = upgrade_to_v3(table)
+    catalog.register_table("db.undeleted", table.metadata_location)  # for the full reads
+    return delete_rows(table, f"k = 3 and id < {files * ROWS // 4}").table
 
 
 def _position_deletes(catalog: Any, table: Any, count: int) -> Any:
@@ -94,7 +99,7 @@ def _position_deletes(catalog: Any, table: Any, count: int) -> Any:
 
 
 def plan_ours(table: Any, runs: int) -> tuple[float, float, int, int]:
-    """(cold seconds, best warm seconds, files, files with deletes)."""
+    """(cold seconds, median warm seconds, files, files with deletes)."""
     from puffin.iceberg import scan_table
     from puffin.iceberg.metadata.manifests import clear_entry_cache
 
@@ -104,13 +109,36 @@ def plan_ours(table: Any, runs: int) -> tuple[float, float, int, int]:
         start = time.perf_counter()
         planned = scan_table(table).plan_files()
         times.append(time.perf_counter() - start)
-    return times[0], min(times[1:]), len(planned), sum(1 for p in planned if p.delete_files)
+    warm = statistics.median(times[1:])
+    return times[0], warm, len(planned), sum(1 for p in planned if p.delete_files)
 
 
 def plan_pyiceberg(table: Any) -> tuple[float, int]:
     start = time.perf_counter()
     tasks = list(table.scan().plan_files())
     return time.perf_counter() - start, len(tasks)
+
+
+def read_all(folder: Path, table: Any, files: int, runs: int) -> dict[str, float]:
+    """Median seconds of whole reads to Arrow: pyiceberg and ours on the table before the
+    delete, ours on the table with its vectors; each row count checked against the model."""
+    from puffin.iceberg import local_catalog, scan_table
+
+    undeleted = local_catalog(folder, create=False).load_table("db.undeleted")
+    deleted = sum(1 for i in range(files * ROWS // 4) if i % 7 == 3)
+    readers = {
+        "pyiceberg": (lambda: undeleted.scan().to_arrow().num_rows, files * ROWS),
+        "ours": (lambda: scan_table(undeleted).to_arrow().num_rows, files * ROWS),
+        "ours, DVs": (lambda: scan_table(table).to_arrow().num_rows, files * ROWS - deleted),
+    }
+    times: dict[str, list[float]] = {name: [] for name in readers}
+    for _ in range(runs):  # the readers take turns
+        for name, (read, expected) in readers.items():
+            start = time.perf_counter()
+            rows = read()
+            times[name].append(time.perf_counter() - start)
+            assert rows == expected, (name, rows, expected)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def delete_by_keys(folder: Path, files: int, keys: int, match: bool, tmp: Path) -> dict[str, Any]:
@@ -174,6 +202,14 @@ def main() -> None:
                 assert deleted == count // 4, (label, deleted)
                 print(f"| {label} | {cold:.3f} s | {warm:.3f} s | {theirs:.3f} s | "
                       f"{java_s:.3f} s | {warm / java_s:.2f}× |")
+        print("\nwhole reads (`to_arrow`), pyiceberg's and ours before the delete, ours after:")
+        print("| files | pyiceberg | ours | ours, with DVs | ours / pyiceberg | ms a file, ours |")
+        print("|---|---|---|---|---|---|")
+        for n in sizes:
+            table = tables[f"{n} files, {n // 4} DVs (v3)"][1]
+            r = read_all(tmp / f"v3-{n}", table, n, runs)
+            print(f"| {n:,} | {r['pyiceberg']:.2f} s | {r['ours']:.2f} s | {r['ours, DVs']:.2f} s"
+                  f" | {r['ours'] / r['pyiceberg']:.2f}× | {r['ours'] / n * 1000:.2f} |")
         small = sizes[0]
         print(f"\ndelete_rows by key lists on the {small}-file v3 table:")
         print("| keys | match | seconds | rows deleted | files whose bounds hold a key | "

@@ -251,3 +251,43 @@ def test_a_delete_plans_only_the_files_its_condition_may_match(
     with pytest.raises(UsageError):
         delete_rows(result.table, "id >= 0", allow_all_rows=False)
     assert planned[1:] == [3]
+
+
+@pytest.mark.parametrize("options", [{}, {"include_empty_files": "true"}])
+@pytest.mark.parametrize("where", [None, "id >= 0"])
+def test_empty_data_files_are_planned_as_pyiceberg_plans_them(
+    tmp_path: Path, options: dict[str, str], where: str | None
+) -> None:
+    """A file of no rows is left out of a plan unless the scan asks for empty files, with a
+    condition or without (where no other test runs: planning skips them)."""
+    catalog = make_catalog(tmp_path)
+    table = create_sample_table(catalog, "db.t", rows=100, files=1)
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(table.scan(limit=0).to_arrow(), empty)
+    table.add_files([str(empty)])  # pyiceberg's (ours commits nothing for no rows)
+    scan = table.scan(options=options) if where is None else table.scan(where, options=options)
+    expected = _tasks(scan.plan_files(), table)
+    assert len(expected) == (2 if options else 1)
+    assert _ours(scan) == expected
+
+
+def test_a_plan_leaves_the_collector_as_it_found_it(tables: dict[str, Any]) -> None:
+    """Planning holds the cyclic collector off (support/gc_pause.py) and gives it back as it
+    was: on, off, and after a plan that fails."""
+    import gc
+
+    from puffin.support.gc_pause import gc_paused
+
+    table = tables["v3 deletion vectors"]
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            assert plan_files(table, table.current_snapshot())
+            assert gc.isenabled() is enabled
+        gc.enable()
+        with pytest.raises(RuntimeError), gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("a plan that fails")
+        assert gc.isenabled()
+    finally:
+        gc.enable()

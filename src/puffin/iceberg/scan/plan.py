@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UnsupportedTableError
+from puffin.support.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,7 +93,8 @@ def _plan(scan: DataScan) -> list[PlannedFile]:
         case_sensitive=scan.case_sensitive,
         options=scan.options,
     )
-    return _planned(planner.plan_manifest_entries(snapshot.manifests(scan.io)))
+    with gc_paused():  # tens of thousands of objects that live on (support/gc_pause.py)
+        return _planned(planner.plan_manifest_entries(snapshot.manifests(scan.io)))
 
 
 def _from_task(task: FileScanTask) -> PlannedFile:
@@ -110,9 +112,11 @@ def _from_task(task: FileScanTask) -> PlannedFile:
 
 @functools.cache
 def _cached_planner() -> Any:
+    from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.manifest import ManifestFile
     from pyiceberg.table import ManifestGroupPlanner, _min_sequence_number
     from pyiceberg.typedef import KeyDefaultDict
+    from pyiceberg.types import strtobool
     from pyiceberg.utils.concurrent import ExecutorFactory
 
     from puffin.iceberg.metadata.manifests import cache_in_use, read_manifest_entries
@@ -136,10 +140,16 @@ def _cached_planner() -> Any:
             quick = bounds_test(self.table_metadata.schema(), self.row_filter,
                                 self.case_sensitive) or (lambda _: True)
 
+            # No condition: only pyiceberg's rule on empty files can rule an entry out.
+            everything = self.row_filter == AlwaysTrue()
+            empty_too = strtobool(self.options.get("include_empty_files", "false"))
+
             def entries(args: tuple[ManifestFile, Any]) -> list[Any]:
                 manifest, in_partition = args
-                return [e for e in read_manifest_entries(self.io, manifest, cached=cached)
-                        if quick(e.data_file) and in_partition(e.data_file)
+                read = read_manifest_entries(self.io, manifest, cached=cached)
+                if everything:
+                    return [e for e in read if empty_too or e.data_file.record_count != 0]
+                return [e for e in read if quick(e.data_file) and in_partition(e.data_file)
                         and metrics(e.data_file)]
 
             return ExecutorFactory.get_or_create().map(entries, work)
