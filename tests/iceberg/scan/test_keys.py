@@ -177,6 +177,28 @@ def test_a_delete_by_many_keys_deletes_the_models_rows(
     assert set(left.to_pylist()) == set(range(4000)) - expected
 
 
+@pytest.mark.parametrize("negated", [False, True], ids=["in", "not in"])
+def test_a_long_list_with_the_rest_of_a_condition_matches_the_models_rows(
+    table: Any, negated: bool
+) -> None:
+    """A long list inside a larger condition, ``in`` and ``not in`` (a null is in neither):
+    the rows pyarrow selects on the data files."""
+    import pyarrow.compute as pc
+
+    names = [f"user-{i}" for i in range(0, 50_000, 37)]  # 1,352 keys
+    listed = ", ".join(f"'{n}'" for n in names)
+    where = f"category < 5 and user_name {'not ' if negated else ''}in ({listed})"
+    bound = row_filter.bind_where(table, where)
+    planned = plan_files(table, table.current_snapshot())
+    found = row_filter.matching_by_file(table, planned, bound)
+    for p in planned:
+        data = pq.read_table(local_path(p.path) or "", columns=["category", "user_name"])
+        listed_in = pc.is_in(data["user_name"], value_set=pa.array(names))
+        keep = pc.and_(pc.less(data["category"], 5), pc.invert(listed_in) if negated else listed_in)
+        expected = pc.indices_nonzero(keep.fill_null(False)).to_pylist()
+        assert [int(i) for i in found.get(p.path, [])] == expected, p.path
+
+
 def test_files_whose_bounds_hold_no_key_are_not_opened(
     table: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
