@@ -83,16 +83,18 @@ class DeleteFileIndex:
         if self.is_empty():
             return set()
         data_file = entry.data_file
-        sequence = _sequence(entry)
         path = str(data_file.file_path)
-        found: set[DataFile] = set()
+        by_path = self._by_path.get(path)
         # Only vectors (v3), or only partition-wide files (v2): the other lookup is skipped.
         in_partition = self._by_partition and self._by_partition.get(partition_key(data_file))
+        if by_path is None and not in_partition:
+            return set()  # most files of a plan: no delete file names them or their partition
+        sequence = _sequence(entry)
+        found: set[DataFile] = set()
         if in_partition:
             for _, delete_file, bounds in in_partition.at_or_after(sequence):
                 if bounds is None or bounds[0] <= path <= bounds[1]:
                     found.add(delete_file)
-        by_path = self._by_path.get(path)
         if by_path is not None:
             found.update(d for _, d, _ in by_path.at_or_after(sequence))
         return found

@@ -72,8 +72,8 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
                 "or after a compaction that applies them"
             ) from exc
         raise
-    planned.sort(key=lambda p: p.path)
-    return planned
+    keyed = sorted((str(p.data_file.file_path), i) for i, p in enumerate(planned))
+    return [planned[i] for _, i in keyed]
 
 
 def _plan(scan: DataScan) -> list[PlannedFile]:
@@ -181,10 +181,11 @@ def _planned(groups: Iterable[list[Any]]) -> list[PlannedFile]:
             raise ValueError(f"unknown data file content {content}: {entry}")
     if index.is_empty():
         return [PlannedFile(entry.data_file, []) for entry in data_entries]
-    return [
-        PlannedFile(entry.data_file, sorted(index.for_data_file(entry), key=_path))
-        for entry in data_entries
-    ]
+    planned = []
+    for entry in data_entries:
+        found = index.for_data_file(entry)
+        planned.append(PlannedFile(entry.data_file, sorted(found, key=_path) if found else []))
+    return planned
 
 
 def _path(data_file: DataFile) -> str:
