@@ -178,15 +178,19 @@ def _check(name: str, r: dict[str, Any]) -> None:
     "name", ["append", "add-files", "delete", "stats", "compact", "expire", "overwrite"]
 )
 def test_killed_at_random_points_neither_lies_nor_leaves_debris(base: Path, name: str) -> None:
-    whole = _run(base, name, None, signal.SIGINT)
-    assert whole["rc"] == 0, whole["err"]
-    _check(name, whole)
-    # PUFFIN_INTERRUPT_SEED picks other kill points (docs/reliability.md runs several).
+    for _ in range(2):  # the second run's time: the first also warms the disk cache
+        whole = _run(base, name, None, signal.SIGINT)
+        assert whole["rc"] == 0, whole["err"]
+        _check(name, whole)
+    # PUFFIN_INTERRUPT_SEED picks other kill points (docs/reliability.md runs several). One
+    # kill falls in each sixth of the run: random points alone all fell after the commit
+    # in two runs of a clean checkout, and the case that matters most was not tried.
     rng = random.Random(f"interrupts-{name}-{os.environ.get('PUFFIN_INTERRUPT_SEED', '')}")
+    start, width = 0.3, (whole["seconds"] * 1.1 - 0.3) / 6
     outcomes = set()
     for i in range(6):
         sig = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
-        delay = rng.uniform(0.3, whole["seconds"] * 1.1)
+        delay = rng.uniform(start + i * width, start + (i + 1) * width)
         result = _run(base, name, delay, sig)
         _check(name, result)
         outcomes.add(result["rc"])
