@@ -128,7 +128,7 @@ def _bind(
     if not fits(pred.literals, term.ref().field.field_type):
         return None
     bound: BoundSetPredicate = kind(term, pred.literals)  # two literals or more: not collapsed
-    if len(pred._bound) >= 4:  # a few schemas at a time (a job sees one or two)
+    if len(pred._bound) >= 2:  # a job binds to one schema, or two (each holds a set of keys)
         pred._bound.clear()
     pred._bound[key] = (schema, bound)
     return bound
