@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
+    "FileSchemas",
     "bind_checked",
     "bind_where",
     "check_where",
@@ -178,7 +179,7 @@ def matching_by_file(
 
     quick = bound_test(bound, in_limit=None) or (lambda _: True)  # any length of in list
     might_match = _metrics_filter(bound)
-    job = _Job(KeyMatch.of(bound), {}, {})  # bound once per job, not once per file
+    job = _Job.of(table, KeyMatch.of(bound))  # bound once per job, not once per file
     out = {}
     for p in planned:
         if not (quick(p.data_file) and might_match(p.data_file)):
@@ -196,19 +197,34 @@ class _Job:
 
     keys: Any  # KeyMatch | None
     filters: dict[Any, tuple[Any, list[str]]]
-    schemas: dict[str, Any]
+    schemas: FileSchemas
 
-    def file_schema(self, table: Table, physical: Any) -> Any:
-        """pyiceberg's schema of a Parquet file's Arrow schema (its field ids, or the
-        table's name mapping), converted once per distinct schema of the job."""
+    @classmethod
+    def of(cls, table: Table, keys: Any = None) -> _Job:
+        """A job on ``table``'s files, matching by ``keys`` (a ``KeyMatch``) where given."""
+        return cls(keys, {}, FileSchemas(table.metadata.name_mapping(), format_version=3))
+
+
+class FileSchemas:
+    """pyiceberg's schema of each distinct Parquet file schema a job meets (by field ids, or
+    the table's name mapping), converted once: converting it for each of 20,000 small files of
+    one schema was half of a read. ``options``: ``pyarrow_to_schema``'s."""
+
+    def __init__(self, name_mapping: Any, **options: Any) -> None:
+        self._mapping, self._options = name_mapping, options
+        self._known: dict[str, Any] = {}
+
+    def of(self, arrow_schema: Any) -> tuple[str, Any]:
+        """The text naming ``arrow_schema`` (field ids included: a key for what a job
+        prepares per file schema) and pyiceberg's schema of it."""
         from pyiceberg.io.pyarrow import pyarrow_to_schema
 
-        key = physical.to_string(show_field_metadata=True, show_schema_metadata=False)
-        known = self.schemas.get(key)
-        if known is None:
-            mapping = table.metadata.name_mapping()
-            known = self.schemas[key] = pyarrow_to_schema(physical, mapping, format_version=3)
-        return known
+        text = arrow_schema.to_string(show_field_metadata=True, show_schema_metadata=False)
+        schema = self._known.get(text)
+        if schema is None:
+            schema = pyarrow_to_schema(arrow_schema, self._mapping, **self._options)
+            self._known[text] = schema
+        return text, schema
 
 
 def _metrics_filter(bound: BooleanExpression) -> Any:
@@ -246,8 +262,8 @@ def matching_positions(
     with table.io.new_input(planned.path).open() as f:
         # pyarrow's dataset fragment took twice as long per small file (issue 43).
         parquet = pq.ParquetFile(f, pre_buffer=True)
-        job = job if job is not None else _Job(None, {}, {})
-        file_schema = job.file_schema(table, parquet.schema_arrow)
+        job = job if job is not None else _Job.of(table)
+        text, file_schema = job.schemas.of(parquet.schema_arrow)
         missing = _get_column_projection_values(
             df, schema, schema, table.specs().get(df.spec_id), file_schema.field_ids
         )
@@ -259,7 +275,7 @@ def matching_positions(
                 return np.empty(0, dtype=np.int64)
             values = parquet.read(columns=[column])
             return keys.positions(values.column(0), wanted)  # type: ignore[no-any-return]
-        key = (str(file_schema), tuple(sorted((k, repr(v)) for k, v in missing.items())))
+        key = (text, tuple(sorted((k, repr(v)) for k, v in missing.items())))
         known = job.filters.get(key)
         if known is None:
             known = job.filters[key] = filter_for_file(bound, file_schema, missing)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
-from puffin.iceberg.scan.row_filter import filter_for_file, rows_matching
+from puffin.iceberg.scan.row_filter import FileSchemas, filter_for_file, rows_matching
 from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
@@ -79,7 +79,11 @@ class RowReader:
         configured = self.arrow._downcast_ns_timestamp_to_us
         # As pyiceberg: nanoseconds are cut to microseconds on v1/v2 unless configured.
         self.downcast = configured if configured is not None else table.format_version <= 2
-        self._schemas: dict[str, Schema] = {}
+        self._schemas = FileSchemas(
+            table.metadata.name_mapping(),
+            downcast_ns_timestamp_to_us=self.downcast,
+            format_version=table.metadata.format_version,
+        )
         self._shapes: dict[tuple[str, tuple[tuple[int, str], ...]], _FileShape] = {}
 
     def file_batches(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
@@ -143,18 +147,10 @@ class RowReader:
         """The file's :class:`_FileShape`, made once per distinct file schema (and identity
         partition values the file lacks): reading 20,000 small files of one schema spent
         half its time making it anew for each."""
-        from pyiceberg.io.pyarrow import _get_column_projection_values, pyarrow_to_schema
+        from pyiceberg.io.pyarrow import _get_column_projection_values
 
         metadata = self.table.metadata
-        text = arrow_schema.to_string(show_field_metadata=True, show_schema_metadata=False)
-        schema = self._schemas.get(text)
-        if schema is None:
-            schema = self._schemas[text] = pyarrow_to_schema(
-                arrow_schema,
-                metadata.name_mapping(),
-                downcast_ns_timestamp_to_us=self.downcast,
-                format_version=metadata.format_version,
-            )
+        text, schema = self._schemas.of(arrow_schema)
         missing = _get_column_projection_values(
             planned.data_file,
             self.read_schema,
