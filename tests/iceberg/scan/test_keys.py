@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from iceberg_fixtures import copy_warehouse
 from puffin.iceberg import create_sample_table, delete_rows, local_catalog, upgrade_to_v3
-from puffin.iceberg.scan import row_filter
+from puffin.iceberg.scan import parquet_files, row_filter
 from puffin.iceberg.scan.bounds import IN_LIMIT
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.where import LONG_LIST, parse_where
@@ -206,15 +206,15 @@ def test_files_whose_bounds_hold_no_key_are_not_opened(
     which lie in one file; only that file is read."""
     opened: list[str] = []
     copy = _copy(table, tmp_path)
-    real = copy.io.new_input
+    real = parquet_files.open_data_file
 
-    def counting(location: str) -> Any:
+    def counting(io: Any, location: str) -> Any:
         if location.endswith(".parquet"):
             opened.append(location)
-        return real(location)
+        return real(io, location)
 
     keys = [*range(10**9, 10**9 + 997), 5, 6, 7]
-    monkeypatch.setattr(copy.io, "new_input", counting)
+    monkeypatch.setattr(parquet_files, "open_data_file", counting)
     bound = row_filter.bind_where(copy, f"id in ({', '.join(map(str, keys))})")
     planned = plan_files(copy, copy.current_snapshot())
     found = row_filter.matching_by_file(copy, planned, bound)

@@ -19,8 +19,8 @@ from puffin.errors import UnsupportedTableError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.arrow import to_iceberg_arrow
 from puffin.iceberg.scan.columns import ScanColumn
+from puffin.iceberg.scan.parquet_files import open_data_file
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
-from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -164,7 +164,6 @@ def _read_file(
     mapping: NameMapping | None,
     distinct_ok: bool,
 ) -> Iterator[Batch]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
     from pyiceberg.manifest import FileFormat
 
@@ -175,10 +174,7 @@ def _read_file(
             f"data file {planned.path} is {planned.data_file.file_format}; only Parquet is read"
         )
     positions = deletes.positions(planned.path, planned.delete_files)
-    local = local_path(planned.path)
-    # A native Arrow file: Parquet reads then never take the GIL (a Python file object would).
-    source = pa.OSFile(local, "r") if local is not None else io.new_input(planned.path).open()
-    with source as f:
+    with open_data_file(io, planned.path) as f:
         pf = pq.ParquetFile(f)  # the footer; the data is read through ColumnChunks
         meta = pf.metadata
         ids = _file_columns(pf.schema_arrow, mapping, planned.path)

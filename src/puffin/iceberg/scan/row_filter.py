@@ -47,9 +47,7 @@ def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpressio
     return bind_checked(table, check_where(table, where), where)
 
 
-def bind_checked(
-    table: Table, expr: BooleanExpression, where: object = None
-) -> BooleanExpression:
+def bind_checked(table: Table, expr: BooleanExpression, where: object = None) -> BooleanExpression:
     """A condition :func:`check_where` gave, bound to the table's current schema (a job that
     needs both checks its condition once: an ``in`` list of 100,000 keys costs seconds)."""
     from pyiceberg.expressions import AlwaysFalse
@@ -246,10 +244,11 @@ def matching_positions(
     """Row positions of one data file that ``bound`` matches, deleted or not, sorted.
     ``job``: what :func:`matching_by_file` prepared once for every file."""
     import numpy as np
-    import pyarrow.parquet as pq
     from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
     from pyiceberg.io.pyarrow import _get_column_projection_values
     from pyiceberg.manifest import FileFormat
+
+    from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, read_columns
 
     df = planned.data_file
     if df.file_format != FileFormat.PARQUET:
@@ -259,9 +258,9 @@ def matching_positions(
     if bound == AlwaysTrue():
         return np.arange(planned.record_count, dtype=np.int64)
     schema = table.schema()
-    with table.io.new_input(planned.path).open() as f:
+    with open_data_file(table.io, planned.path) as f:
         # pyarrow's dataset fragment took twice as long per small file (issue 43).
-        parquet = pq.ParquetFile(f, pre_buffer=True)
+        parquet = parquet_file(f, planned.path)
         job = job if job is not None else _Job.of(table)
         text, file_schema = job.schemas.of(parquet.schema_arrow)
         missing = _get_column_projection_values(
@@ -273,14 +272,14 @@ def matching_positions(
             wanted = keys.keys_for(df)
             if not len(wanted):
                 return np.empty(0, dtype=np.int64)
-            values = parquet.read(columns=[column])
+            values = read_columns(parquet, [column])
             return keys.positions(values.column(0), wanted)  # type: ignore[no-any-return]
         key = (text, tuple(sorted((k, repr(v)) for k, v in missing.items())))
         known = job.filters.get(key)
         if known is None:
             known = job.filters[key] = filter_for_file(bound, file_schema, missing)
         file_filter, columns = known
-        data = parquet.read(columns=columns)
+        data = read_columns(parquet, columns)
     return np.sort(rows_matching(data, file_filter))
 
 

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
+from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, row_groups, threaded
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
 from puffin.iceberg.scan.row_filter import FileSchemas, filter_for_file, rows_matching
-from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -116,21 +116,18 @@ class RowReader:
 
     def _masked(self, planned: PlannedFile, positions: Any) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        local = local_path(planned.path)
-        io = self.table.io
-        source = pa.OSFile(local, "r") if local is not None else io.new_input(planned.path).open()
         pool = pa.default_memory_pool()
-        with source as f:
-            # Remote stores: one coalesced read per row group instead of a request per page.
-            parquet = pq.ParquetFile(f, pre_buffer=local is None, buffer_size=8 << 20)
+        with open_data_file(self.table.io, planned.path) as f:
+            parquet = parquet_file(f, planned.path, buffer_size=8 << 20)
             shape = self._shape(planned, parquet.schema_arrow)
             offset = 0
             batches = (
-                parquet.iter_batches(self.batch_rows, columns=shape.columns, use_threads=True)
+                parquet.iter_batches(
+                    self.batch_rows, columns=shape.columns, use_threads=threaded(parquet)
+                )
                 if self.batch_rows is not None
-                else _row_groups(parquet, shape.columns)
+                else (b for t in row_groups(parquet, shape.columns) for b in t.to_batches())
             )
             for i, batch in enumerate(batches):
                 out = self._live(planned, shape, batch, positions, offset)
@@ -165,7 +162,11 @@ class RowReader:
         return shape
 
     def _live(
-        self, planned: PlannedFile, shape: _FileShape, batch: pa.RecordBatch, positions: Any,
+        self,
+        planned: PlannedFile,
+        shape: _FileShape,
+        batch: pa.RecordBatch,
+        positions: Any,
         offset: int,
     ) -> pa.RecordBatch | None:
         """The rows of ``batch`` (rows ``offset ..`` of the file) that are live and match,
@@ -242,13 +243,6 @@ class _FileShape:
             projected_missing_fields=self.missing,
             allow_timestamp_tz_mismatch=True,
         )
-
-
-def _row_groups(parquet: Any, columns: list[str]) -> Iterator[pa.RecordBatch]:
-    """The file's rows a row group at a time (a batch per chunk: one, unless a column of
-    the group holds more than 2 GiB)."""
-    for i in range(parquet.num_row_groups):
-        yield from parquet.read_row_group(i, columns=columns, use_threads=True).to_batches()
 
 
 def _filtered(batch: pa.RecordBatch, pos: Any, expression: Any) -> tuple[pa.RecordBatch, Any]:
