@@ -16,11 +16,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyiceberg.types import IntegerType, LongType
 
 from iceberg_fixtures import copy_warehouse
 from puffin.iceberg import create_sample_table, delete_rows, local_catalog, upgrade_to_v3
 from puffin.iceberg.scan import parquet_files, row_filter
 from puffin.iceberg.scan.bounds import IN_LIMIT
+from puffin.iceberg.scan.keys import KeyMatch
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.where import LONG_LIST, parse_where
 from puffin.io.locations import local_path
@@ -240,3 +242,36 @@ def test_text_in_a_quoted_literal_is_left_as_it_is(
     from pyiceberg.expressions.parser import parse
 
     assert parse_where(where) == parse(as_pyiceberg_reads_it or where)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    keys=st.lists(st.integers(-(2**31), 2**31 - 1), min_size=16, max_size=40, unique=True),
+    column=st.lists(st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)), max_size=60),
+    file_type=st.sampled_from([pa.int32(), pa.int64()]),
+    key_type=st.sampled_from([IntegerType(), LongType()]),
+    string=st.booleans(),
+)
+def test_positions_of_matched_keys_are_the_models(
+    keys: list[int], column: list[int | None], file_type: Any, key_type: Any, string: bool
+) -> None:
+    """A file's positions whose value is a key (NumPy's search without nulls, Arrow's is_in
+    with them or on strings), any slice of the sorted keys, against Python's ``in``."""
+    from pyiceberg.expressions import BoundIn, In
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField, StringType
+
+    column = column + keys[:3]  # some values that match
+    field = NestedField(1, "k", StringType() if string else key_type, required=False)
+    values = [str(k) for k in keys] if string else keys
+    bound = In("k", set(values)).bind(Schema(field))
+    assert isinstance(bound, BoundIn)
+    match = KeyMatch.of(bound)
+    assert match is not None
+    data = [None if v is None else (str(v) if string else v) for v in column]
+    array = pa.array(data, pa.string() if string else file_type)
+    for start, stop in ((0, len(match.values)), (1, len(match.values) - 2), (3, 3)):
+        wanted = match.array.slice(start, stop - start)
+        found = match.positions(pa.chunked_array([array[:10], array[10:]]), wanted)
+        chosen = set(match.values[start:stop])
+        assert found.tolist() == [i for i, v in enumerate(data) if v is not None and v in chosen]

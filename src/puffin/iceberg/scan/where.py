@@ -34,6 +34,7 @@ _WHOLE = re.compile(r"^\s*[-+]?\d+\s*$")
 _DECIMAL = re.compile(r"^\s*[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\s*$")
 _PLAIN_DECIMAL = re.compile(r"^\s*[-+]?\d+\.\d+\s*$")  # read by pyiceberg as a decimal
 _QUOTED = re.compile(r"^\s*'([^']*)'\s*$")
+_ALL_WHOLE = re.compile(r"\s*[-+]?\d+\s*(?:,\s*[-+]?\d+\s*)*")  # a list of whole numbers
 
 
 @functools.lru_cache(maxsize=2)  # a job reuses its parse; a long list weighs megabytes
@@ -79,8 +80,8 @@ def _one_kind_per_list(where: str) -> str:
     inside = _quoted_spans(where)
 
     def rewrite(match: re.Match[str]) -> str:
-        if inside(match.start()):
-            return match.group(0)  # text in a quoted literal, not a list
+        if inside(match.start()) or _ALL_WHOLE.fullmatch(match.group(2)):
+            return match.group(0)  # text in a quoted literal, or one kind of number
         items = match.group(2).split(",")
         quoted = [i.strip().startswith("'") for i in items]
         if any(quoted) and any(_DECIMAL.match(i) for i in items):
@@ -107,8 +108,8 @@ def _lift_long_lists(where: str, lifted: dict[str, list[Any]]) -> str:
     def lift(match: re.Match[str]) -> str:
         if inside(match.start()):
             return match.group(0)
-        items = match.group(2).split(",")
-        values = _values(items) if len(items) > LONG_LIST else None
+        body = match.group(2)
+        values = _values(body) if body.count(",") >= LONG_LIST else None
         if values is None:
             return match.group(0)
         placeholder = f"puffin-list-{uuid.uuid4().hex}"
@@ -124,10 +125,12 @@ def _quoted_spans(where: str) -> Callable[[int], bool]:
     return lambda at: any(start < at < end for start, end in spans)
 
 
-def _values(items: list[str]) -> list[Any] | None:
-    """The literals of a list as pyiceberg's parser reads them; None for anything else
-    (then pyiceberg's parser reads the list, or says what is wrong)."""
-    if all(_WHOLE.match(i) for i in items):
+def _values(body: str) -> list[Any] | None:
+    """The literals of a list (the text between its parentheses) as pyiceberg's parser reads
+    them; None for anything else (then pyiceberg's parser reads the list, or says what is
+    wrong)."""
+    items = body.split(",")
+    if _ALL_WHOLE.fullmatch(body):  # one pass over the text: the usual list of keys
         return [int(i) for i in items]
     if all(_PLAIN_DECIMAL.match(i) for i in items):
         return [Decimal(i.strip()) for i in items]
