@@ -72,8 +72,9 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
                 "or after a compaction that applies them"
             ) from exc
         raise
-    keyed = sorted((str(p.data_file.file_path), i) for i, p in enumerate(planned))
-    return [planned[i] for _, i in keyed]
+    with gc_paused():  # a key per file, after a cold plan's millions of decoded objects
+        keyed = sorted((str(p.data_file.file_path), i) for i, p in enumerate(planned))
+        return [planned[i] for _, i in keyed]
 
 
 def _plan(scan: DataScan) -> list[PlannedFile]:
