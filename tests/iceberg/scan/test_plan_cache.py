@@ -218,7 +218,7 @@ def test_the_cache_keeps_to_its_limit(
     for manifest in listed:
         read_manifest_entries(table.io, manifest, cached=True)
     assert manifests._cached_bytes <= budget
-    assert sum(size for _, size in manifests._CACHE.values()) == manifests._cached_bytes
+    assert sum(size for _, _, size in manifests._CACHE.values()) == manifests._cached_bytes
     assert len(manifests._CACHE) < len(listed)  # some were dropped
     kept = list(manifests._CACHE)
     assert kept and kept[-1][0] == str(listed[-1].manifest_path)  # the latest stays

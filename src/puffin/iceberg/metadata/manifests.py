@@ -79,10 +79,12 @@ def read_manifest_entries(
     """
     from pyiceberg.manifest import ManifestEntryStatus
 
-    use_cache = cached and not _FROM_DISK.get()
-    entries = _cached_entries(io, manifest) if use_cache else _read_entries(io, manifest)
+    if cached and not _FROM_DISK.get():
+        entries, live = _cached_entries(io, manifest)
+        return list(entries if include_deleted else live)
+    entries = _read_entries(io, manifest)
     if include_deleted:
-        return list(entries)
+        return entries
     return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
 
@@ -90,9 +92,11 @@ def read_manifest_entries(
 #: :func:`_estimate` (measured: 2.7 KB an entry of 4 columns with statistics, estimated at
 #: 4 KB); least recently used manifests go first.
 ENTRY_CACHE_BYTES = 64 << 20
-_CACHE: OrderedDict[tuple[str, int, int, int | None], tuple[list[ManifestEntry], int]] = (
-    OrderedDict()
-)
+#: Each committed manifest's entries, its live entries (the list a plan reads: sorting the
+#: deleted out at every plan touched every entry once more) and its estimated size.
+_CACHE: OrderedDict[
+    tuple[str, int, int, int | None], tuple[list[ManifestEntry], list[ManifestEntry], int]
+] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _cached_bytes = 0
 
@@ -102,11 +106,17 @@ def _estimate(entries: list[ManifestEntry]) -> int:
     return sum(1024 + 768 * len(e.data_file.value_counts or {}) for e in entries)
 
 
-def _cached_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
+def _cached_entries(
+    io: FileIO, manifest: ManifestFile
+) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
+    """A committed manifest's entries and its live ones, from the cache or decoded into it."""
     global _cached_bytes
+    from pyiceberg.manifest import ManifestEntryStatus
+
     sequence = manifest.sequence_number
     if sequence is None or sequence < 0:  # not committed yet: its numbers are not final
-        return _read_entries(io, manifest)
+        entries = _read_entries(io, manifest)
+        return entries, [e for e in entries if e.status != ManifestEntryStatus.DELETED]
     # Committed manifests never change (a new one gets a new name); the length and the
     # numbers inherited from the list guard against a path reused for other bytes.
     key = (
@@ -119,19 +129,20 @@ def _cached_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
-            return hit[0]
+            return hit[0], hit[1]
     entries = _read_entries(io, manifest)
+    live = [e for e in entries if e.status != ManifestEntryStatus.DELETED]
     size = _estimate(entries)
     if size > ENTRY_CACHE_BYTES // 4:
-        return entries  # one manifest may not take the cache over
+        return entries, live  # one manifest may not take the cache over
     with _CACHE_LOCK:
         if key not in _CACHE:
-            _CACHE[key] = (entries, size)
+            _CACHE[key] = (entries, live, size)
             _cached_bytes += size
         while _cached_bytes > ENTRY_CACHE_BYTES:
-            _, (_, dropped) = _CACHE.popitem(last=False)
+            _, (_, _, dropped) = _CACHE.popitem(last=False)
             _cached_bytes -= dropped
-    return entries
+    return entries, live
 
 
 _FROM_DISK: ContextVar[bool] = ContextVar("puffin_manifests_from_disk", default=False)
