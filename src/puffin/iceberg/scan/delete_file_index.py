@@ -12,17 +12,23 @@ planning 20,000 files with 5,000 vectors took 79 s. As Iceberg Java's ``DeleteFi
   number so the ones at or after the data file's are a binary search away, and kept only
   when its ``file_path`` bounds may hold the data file's path (compared as pyiceberg's
   inclusive metrics evaluator compares them, on bounds decoded once);
+* an equality delete file, by ``(spec id, partition)``, or among the global ones when its
+  spec has no partition fields (it then applies to every partition of every spec);
 * a delete file applies to a data file when its data sequence number is at least the data
-  file's (position deletes and vectors), as in the spec.
+  file's (position deletes and vectors), or greater than it (equality deletes: they delete
+  rows written before them), as in the spec.
 
-The result per data file is the set pyiceberg's index gives (``tests/iceberg/scan/
-test_delete_file_index.py`` compares the two on every kind of table); equality deletes are
-refused before they reach here, as pyiceberg refuses them.
+The result per data file is the set pyiceberg's index gives for position deletes
+(``tests/iceberg/scan/test_delete_file_index.py`` compares the two on every kind of table),
+and the spec's rules for every kind (the same file, against a model). Java also drops an
+equality delete file whose key bounds cannot overlap the data file's; this index keeps it
+(applying it then deletes nothing). Whoever reads the plan refuses equality deletes for now
+(``scan/plan.py``), as pyiceberg does.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,45 +56,78 @@ class _BySequence:
         self.sequences = None
 
     def at_or_after(self, sequence: int) -> list[tuple[int, DataFile, tuple[str, str] | None]]:
+        """The delete files of data sequence number ``sequence`` or later."""
+        return self.entries[bisect_left(self._sorted(), sequence) :]
+
+    def after(self, sequence: int) -> list[tuple[int, DataFile, tuple[str, str] | None]]:
+        """The delete files of a data sequence number later than ``sequence``."""
+        return self.entries[bisect_right(self._sorted(), sequence) :]
+
+    def _sorted(self) -> list[int]:
         if self.sequences is None:
             self.entries.sort(key=lambda e: e[0])
             self.sequences = [e[0] for e in self.entries]
-        return self.entries[bisect_left(self.sequences, sequence) :]
+        return self.sequences
 
 
 class DeleteFileIndex:
-    """The delete entries of a plan, indexed by the data file they name or by partition."""
+    """The delete entries of a plan, indexed by the data file they name or by partition.
 
-    def __init__(self) -> None:
+    ``unpartitioned_specs``: the ids of the table's partition specs without fields, whose
+    equality delete files apply to every partition (the spec's global deletes)."""
+
+    def __init__(self, unpartitioned_specs: frozenset[int] = frozenset()) -> None:
+        self._unpartitioned = unpartitioned_specs
         self._by_path: dict[str, _BySequence] = {}
         self._by_partition: dict[tuple[int, tuple[Any, ...]], _BySequence] = {}
+        self._equality_global = _BySequence()
+        self._equality: dict[tuple[int, tuple[Any, ...]], _BySequence] = {}
+        self._wide = False  # any delete file found by partition, or global
 
     def is_empty(self) -> bool:
-        return not self._by_path and not self._by_partition
+        return not (
+            self._by_path or self._by_partition or self._equality or self._equality_global.entries
+        )
+
+    def has_equality_deletes(self) -> bool:
+        return bool(self._equality or self._equality_global.entries)
 
     def add(self, entry: ManifestEntry) -> None:
-        """A live position-delete or deletion-vector entry of the snapshot."""
+        """A live delete entry of the snapshot: a deletion vector, a position-delete file or
+        an equality delete file."""
+        from pyiceberg.manifest import DataFileContent
+
         delete_file = entry.data_file
         sequence = _sequence(entry)
+        if delete_file.content == DataFileContent.EQUALITY_DELETES:
+            self._wide = True
+            if (delete_file.spec_id or 0) in self._unpartitioned:
+                self._equality_global.add(sequence, delete_file, None)
+            else:
+                key = partition_key(delete_file)
+                self._equality.setdefault(key, _BySequence()).add(sequence, delete_file, None)
+            return
         target = _referenced_data_file(delete_file)
         if target is not None:
             self._by_path.setdefault(target, _BySequence()).add(sequence, delete_file, None)
             return
+        self._wide = True
         key = partition_key(delete_file)
         bucket = self._by_partition.setdefault(key, _BySequence())
         bucket.add(sequence, delete_file, _path_bounds(delete_file))
 
     def for_data_file(self, entry: ManifestEntry) -> set[DataFile]:
         """The delete files that apply to the data file of ``entry``."""
-        if self.is_empty():
-            return set()
         data_file = entry.data_file
         path = str(data_file.file_path)
         by_path = self._by_path.get(path)
-        # Only vectors (v3), or only partition-wide files (v2): the other lookup is skipped.
-        in_partition = self._by_partition and self._by_partition.get(partition_key(data_file))
-        if by_path is None and not in_partition:
-            return set()  # most files of a plan: no delete file names them or their partition
+        if not self._wide:  # only vectors (v3): most files of a plan have none
+            if by_path is None:
+                return set()
+            return {d for _, d, _ in by_path.at_or_after(_sequence(entry))}
+        key = partition_key(data_file)
+        in_partition = self._by_partition.get(key)
+        equality = self._equality.get(key)
         sequence = _sequence(entry)
         found: set[DataFile] = set()
         if in_partition:
@@ -97,6 +136,11 @@ class DeleteFileIndex:
                     found.add(delete_file)
         if by_path is not None:
             found.update(d for _, d, _ in by_path.at_or_after(sequence))
+        # Equality deletes apply only to rows written before them: a strictly later number.
+        if equality:
+            found.update(d for _, d, _ in equality.after(sequence))
+        if self._equality_global.entries:
+            found.update(d for _, d, _ in self._equality_global.after(sequence))
         return found
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import DataScan, FileScanTask, Table
+    from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.snapshots import Snapshot
 
 __all__ = ["PlannedFile", "keep_mask", "plan_files", "planned_from_tasks"]
@@ -95,7 +96,8 @@ def _plan(scan: DataScan) -> list[PlannedFile]:
         options=scan.options,
     )
     with gc_paused():  # tens of thousands of objects that live on (support/gc_pause.py)
-        return _planned(planner.plan_manifest_entries(snapshot.manifests(scan.io)))
+        entries = planner.plan_manifest_entries(snapshot.manifests(scan.io))
+        return _planned(entries, unpartitioned_specs(scan.table_metadata))
 
 
 def _from_task(task: FileScanTask) -> PlannedFile:
@@ -170,7 +172,9 @@ def _cached_planner() -> Any:
     return CachedPlanner
 
 
-def _planned(groups: Iterable[list[Any]]) -> list[PlannedFile]:
+def _planned(
+    groups: Iterable[list[Any]], unpartitioned: frozenset[int] = frozenset()
+) -> list[PlannedFile]:
     """The data entries of ``groups`` (the planner's entries, a list per manifest) with the
     delete files of each, found through :class:`DeleteFileIndex` (by the file they name,
     or by partition and sequence number): pyiceberg's own index tests every vector of a
@@ -181,24 +185,33 @@ def _planned(groups: Iterable[list[Any]]) -> list[PlannedFile]:
     from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
 
     data_entries = []
-    index = DeleteFileIndex()
+    index = DeleteFileIndex(unpartitioned)
     for entry in itertools.chain.from_iterable(groups):
         content = entry.data_file.content
         if content == DataFileContent.DATA:
             data_entries.append(entry)
-        elif content == DataFileContent.POSITION_DELETES:
+        elif content in (DataFileContent.POSITION_DELETES, DataFileContent.EQUALITY_DELETES):
             index.add(entry)
-        elif content == DataFileContent.EQUALITY_DELETES:  # as pyiceberg says it
-            raise ValueError("PyIceberg does not yet support equality deletes")
         else:
             raise ValueError(f"unknown data file content {content}: {entry}")
     if index.is_empty():
         return [PlannedFile(entry.data_file, []) for entry in data_entries]
     planned = []
+    equality = index.has_equality_deletes()
     for entry in data_entries:
         found = index.for_data_file(entry)
+        if equality and any(d.content == DataFileContent.EQUALITY_DELETES for d in found):
+            # No reader applies them yet: refused as pyiceberg refuses them (its words), but
+            # only where one applies to a file of the plan.
+            raise ValueError("PyIceberg does not yet support equality deletes")
         planned.append(PlannedFile(entry.data_file, sorted(found, key=_path) if found else []))
     return planned
+
+
+def unpartitioned_specs(metadata: TableMetadata) -> frozenset[int]:
+    """The ids of the table's partition specs without fields (their equality deletes are
+    global)."""
+    return frozenset(s.spec_id for s in metadata.partition_specs if s.is_unpartitioned())
 
 
 def _path(data_file: DataFile) -> str:
