@@ -13,6 +13,12 @@ on stdin until end of file, one JSON line each on stdout:
     ``_last_updated_sequence_number``).
 ``{"op": "call", "class": ..., "method": ..., "args": [...]}``
     a static Java method on string arguments, its ``toString()`` returned.
+``{"op": "plan", "metadata": PATH, "runs": n, "detail": bool}``
+    ``newScan().planFiles()`` timed; with ``detail``, each data file's delete files too.
+``{"op": "equality_delete", "warehouse": DIR, "table": NAME, "column": C, "keys": [...]}``
+    one Parquet equality delete file of ``keys`` on the ``int`` column ``C`` (Iceberg's
+    ``GenericAppenderFactory.newEqDeleteWriter``, unpartitioned tables), committed with
+    ``newRowDelta().addDeletes``; its path returned.
 
 The answer is ``{"ok": true, "rows": n}`` or ``{"ok": false, "error": ...}``. Spark's own
 output goes to stderr: file descriptor 1 is redirected before the JVM starts.
@@ -98,7 +104,11 @@ class Server:
                 frame = frame.select(*request["columns"])
             return _save(frame, request["out"])
         if op == "plan":  # Iceberg's own planning of a table by its metadata file, timed
-            return self.plan(request["metadata"], int(request.get("runs", 3)))
+            return self.plan(
+                request["metadata"], int(request.get("runs", 3)), bool(request.get("detail"))
+            )
+        if op == "equality_delete":
+            return self.equality_delete(request)
         if op == "call":
             target: Any = self.spark._jvm
             for part in request["class"].split("."):
@@ -107,10 +117,11 @@ class Server:
         raise ValueError(f"unknown op {op!r}")
 
 
-    def plan(self, metadata: str, runs: int) -> dict[str, Any]:
+    def plan(self, metadata: str, runs: int, detail: bool = False) -> dict[str, Any]:
         """``table.newScan().planFiles()`` in Java, ``runs`` times on a table loaded once
         (a warm session): each run's seconds, the tasks and the delete files they carry,
-        counted in the JVM (a py4j call per task would cost more than the plan)."""
+        counted in the JVM (a py4j call per task would cost more than the plan); with
+        ``detail``, ``{data file: [delete files]}`` of one more plan."""
         import time
 
         jvm = self.spark._jvm
@@ -123,7 +134,67 @@ class Server:
             start = time.perf_counter()
             tasks = counter.size(table.newScan().planFiles())
             seconds.append(time.perf_counter() - start)
-        return {"ok": True, "seconds": seconds, "tasks": tasks}
+        answer: dict[str, Any] = {"ok": True, "seconds": seconds, "tasks": tasks}
+        if detail:
+            files = {}
+            iterator = table.newScan().planFiles().iterator()
+            while iterator.hasNext():
+                task = iterator.next()
+                files[str(task.file().location())] = sorted(
+                    str(d.location()) for d in task.deletes()
+                )
+            answer["files"] = files
+        return answer
+
+    def equality_delete(self, request: dict[str, Any]) -> dict[str, Any]:
+        """An equality delete file of ``keys`` on one ``int`` column, committed by Java
+        through its own ``JdbcCatalog`` on the warehouse (closed after)."""
+        jvm = self.spark._jvm
+        warehouse = request["warehouse"]
+        catalog = jvm.org.apache.iceberg.jdbc.JdbcCatalog()
+        properties = jvm.java.util.HashMap()
+        for key, value in {
+            "uri": f"jdbc:sqlite:{warehouse}/catalog.db",
+            "jdbc.schema-version": "V1",
+            "warehouse": f"file://{warehouse}",
+        }.items():
+            properties.put(key, value)
+        catalog.setConf(self.spark._jsc.hadoopConfiguration())
+        catalog.initialize("default", properties)
+        try:
+            return self._equality_delete(catalog, request)
+        finally:
+            catalog.close()
+
+    def _equality_delete(self, catalog: Any, request: dict[str, Any]) -> dict[str, Any]:
+        import uuid
+
+        jvm = self.spark._jvm
+        gateway = self.spark.sparkContext._gateway
+        table = catalog.loadTable(
+            jvm.org.apache.iceberg.catalog.TableIdentifier.parse(request["table"])
+        )
+        schema, column = table.schema(), request["column"]
+        ids = gateway.new_array(gateway.jvm.int, 1)
+        ids[0] = schema.findField(column).fieldId()
+        names = jvm.java.util.ArrayList()
+        names.add(column)
+        delete_schema = schema.select(names)
+        factory = jvm.org.apache.iceberg.data.GenericAppenderFactory(
+            schema, table.spec(), ids, delete_schema, None
+        )
+        location = table.locationProvider().newDataLocation(f"eq-{uuid.uuid4()}.parquet")
+        output = jvm.org.apache.iceberg.encryption.EncryptedFiles.plainAsEncryptedOutput(
+            table.io().newOutputFile(location)
+        )
+        writer = factory.newEqDeleteWriter(output, jvm.org.apache.iceberg.FileFormat.PARQUET, None)
+        for key in request["keys"]:  # a Python int reaches Java as an Integer: an int column
+            record = jvm.org.apache.iceberg.data.GenericRecord.create(delete_schema)
+            record.setField(column, key)
+            writer.write(record)
+        writer.close()
+        table.newRowDelta().addDeletes(writer.toDeleteFile()).commit()
+        return {"ok": True, "path": str(location)}
 
 
 def _save(frame: Any, out: str | None) -> dict[str, Any]:

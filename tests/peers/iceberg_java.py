@@ -124,3 +124,23 @@ def plan_java(peer: JavaPeer, metadata: str | os.PathLike[str], runs: int = 3) -
 def read_java(peer: JavaPeer, metadata: str | os.PathLike[str]) -> pa.Table:
     """Every row Iceberg Java reads from the table at ``metadata`` (schema columns only)."""
     return peer.read(metadata)
+
+
+def plan_java_files(peer: JavaPeer, metadata: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """Iceberg Java's plan of the table at ``metadata``: each data file's delete files."""
+    answer = peer.request(op="plan", metadata=str(metadata_path(metadata)), runs=1, detail=True)
+    files: dict[str, list[str]] = answer["files"]
+    return files
+
+
+def equality_delete_java(
+    peer: JavaPeer, warehouse: Path, table: str, column: str, keys: list[int]
+) -> str:
+    """Iceberg Java writes and commits one equality delete file of ``keys`` on the ``int``
+    column ``column`` of ``table`` (unpartitioned) in ``warehouse``'s catalog; its path."""
+    answer = peer.request(
+        op="equality_delete", warehouse=str(Path(warehouse).resolve()), table=table,
+        column=column, keys=keys,
+    )  # fmt: skip
+    path: str = answer["path"]
+    return path

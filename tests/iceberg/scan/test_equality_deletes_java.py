@@ -1,0 +1,121 @@
+"""Equality deletes written by Iceberg Java: its plan against our delete-file index, its rows
+and DuckDB's (1.4.4 and 1.5.5) against a model, and our refusal naming the file.
+
+The table (v2, unpartitioned, ``id`` int and ``v`` string): 100 rows appended by us, an
+equality delete of ``id`` in (3, 5, 7, 200) written and committed by Java
+(``GenericAppenderFactory.newEqDeleteWriter``, ``RowDelta``), then ids 0-9 appended again by
+us, as an upsert re-inserts its keys. The model, in plain Python: the first rows without the
+deleted ids, and every row of the second append (written after the delete, so untouched).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+import pyarrow as pa
+
+from puffin.errors import UnsupportedTableError
+from puffin.iceberg import append, local_catalog, scan_table
+from puffin.iceberg.metadata.manifests import read_manifest_entries
+from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
+from puffin.iceberg.scan.plan import unpartitioned_specs
+from puffin.io.locations import local_path
+
+DELETED = [3, 5, 7, 200]
+
+
+def _rows(ids: range, tag: str) -> pa.Table:
+    return pa.table(
+        {"id": pa.array(list(ids), pa.int32()), "v": [f"{tag}{i}" for i in ids]},
+        schema=pa.schema([pa.field("id", pa.int32(), False), pa.field("v", pa.string())]),
+    )
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from peers.iceberg_java import JavaPeer
+
+    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module")
+def cdc(
+    tmp_path_factory: pytest.TempPathFactory, java: Any
+) -> tuple[Any, str, list[tuple[int, str]]]:
+    """(the table after the second append, Java's delete file, the model's rows)."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, NestedField, StringType
+
+    from peers.iceberg_java import equality_delete_java
+
+    warehouse = tmp_path_factory.mktemp("cdc")
+    catalog = local_catalog(warehouse)
+    catalog.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", IntegerType(), required=True),
+        NestedField(2, "v", StringType(), required=False),
+    )
+    table = catalog.create_table("db.cdc", schema, properties={"format-version": "2"})
+    table = append(table, _rows(range(100), "a"))
+    written = equality_delete_java(java, warehouse, "db.cdc", "id", DELETED)
+    table = append(catalog.load_table("db.cdc"), _rows(range(10), "b"))
+    model = [(i, f"a{i}") for i in range(100) if i not in DELETED]
+    model += [(i, f"b{i}") for i in range(10)]
+    return table, written, sorted(model)
+
+
+def _pairs(rows: pa.Table) -> list[tuple[int, str]]:
+    return sorted(zip(rows.column("id").to_pylist(), rows.column("v").to_pylist(), strict=True))
+
+
+def test_java_and_both_duckdbs_read_the_models_rows(cdc: Any, java: Any) -> None:
+    from peers.duckdb_scan import read_duckdb, read_duckdb15
+    from peers.iceberg_java import read_java
+
+    table, _, model = cdc
+    metadata = local_path(table.metadata_location) or ""
+    assert _pairs(read_java(java, metadata)) == model
+    assert _pairs(read_duckdb(metadata)) == model
+    assert _pairs(read_duckdb15(metadata)) == model
+
+
+def test_our_index_applies_the_delete_where_java_plans_it(cdc: Any, java: Any) -> None:
+    """Each data file's delete files: Java's plan, and our index over the same entries."""
+    from peers.iceberg_java import plan_java_files
+
+    table, written, _ = cdc
+    snapshot = table.current_snapshot()
+    entries = [e for m in snapshot.manifests(table.io) for e in read_manifest_entries(table.io, m)]
+    index = DeleteFileIndex(unpartitioned_specs(table.metadata))
+    for e in entries:
+        if e.data_file.content != 0:
+            index.add(e)
+    ours = {
+        local_path(str(e.data_file.file_path)): sorted(
+            local_path(str(d.file_path)) for d in index.for_data_file(e)
+        )
+        for e in entries
+        if e.data_file.content == 0
+    }
+    theirs = {
+        local_path(path): sorted(local_path(d) for d in deletes)
+        for path, deletes in plan_java_files(
+            java, local_path(table.metadata_location) or ""
+        ).items()
+    }
+    assert ours == theirs
+    assert sorted(len(d) for d in ours.values()) == [0, 1]  # the first append's file only
+    assert next(d for d in ours.values() if d) == [local_path(written)]
+
+
+def test_scan_table_refuses_the_table_naming_the_file(cdc: Any) -> None:
+    table, written, _ = cdc
+    with pytest.raises(UnsupportedTableError, match="equality delete") as caught:
+        scan_table(table).to_arrow()
+    assert Path(local_path(written) or "").name in str(caught.value)
