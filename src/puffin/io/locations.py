@@ -172,7 +172,8 @@ def open_sink(target: Any, *, io: Any = None) -> Sink:
     if hasattr(target, "write"):
         return StreamSink(target)
     raise TypeError(
-        f"target must be a path or a writable binary file object, got {type(target).__name__}"
+        "target must be a path or a writable binary file object, got "
+        f"{type(target).__name__}"
     )
 
 

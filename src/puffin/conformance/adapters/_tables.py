@@ -161,10 +161,7 @@ def puffin_rows(metadata: str, columns: Sequence[str]) -> Response:
     scan = [ScanColumn(f.field_id, f.name, f.field_type, (f.field_id,)) for f in fields]  # type: ignore[arg-type]
     rows: list[list[Any]] = []
     for batch in read_columns(
-        table,
-        plan_files(table, snapshot),
-        scan,
-        deletes=DeleteIndex(table, snapshot),
+        table, plan_files(table, snapshot), scan, deletes=DeleteIndex(table, snapshot),
         prefetch=False,
     ):
         values = []

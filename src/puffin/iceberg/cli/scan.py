@@ -48,13 +48,13 @@ def add_scan_command(commands: TableCommands) -> None:
         json=False,  # --format json: the rows themselves
     )
     scan.add_argument("--where", metavar="FILTER", help='row filter, e.g. "category = 3"')
-    scan.add_argument("--columns", metavar="A,B", help="columns to read (default: every column)")
+    scan.add_argument(
+        "--columns", metavar="A,B", help="columns to read (default: every column)"
+    )
     scan.add_argument("--snapshot-id", type=int, metavar="ID", help="read this snapshot")
     scan.add_argument("--limit", type=int, metavar="N", help="at most N rows")
     scan.add_argument(
-        "--format",
-        choices=("csv", "json", "parquet"),
-        default="csv",
+        "--format", choices=("csv", "json", "parquet"), default="csv",
         help="csv (default), json (one object per line) or parquet",
     )
     scan.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
@@ -177,10 +177,8 @@ def _printable(batch: pa.RecordBatch, *, nested_as_json: bool) -> pa.RecordBatch
         kind = column.type
         if isinstance(kind, pa.BaseExtensionType):
             column = pa.array([None if v is None else str(v) for v in column.to_pylist()])
-        elif (
-            pa.types.is_binary(kind)
-            or pa.types.is_large_binary(kind)
-            or (pa.types.is_fixed_size_binary(kind))
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or (
+            pa.types.is_fixed_size_binary(kind)
         ):
             column = _texts(column, lambda v: base64.b64encode(v).decode())
         elif nested_as_json and pa.types.is_nested(kind):

@@ -61,18 +61,18 @@ def rewrite_manifests(
 
     from puffin.errors import UsageError
 
-    require_v3(table, "rewrite_manifests", "this library writes manifests in the v3 format only")
+    require_v3(
+        table, "rewrite_manifests", "this library writes manifests in the v3 format only"
+    )
     target = target_size_bytes or MergePolicy.of(table).target_size
     if target < 1:
         raise UsageError(f"the target manifest size must be positive: {target}")
 
     def attempt(table: Table, number: int, written: list[str]) -> RewriteManifestsResult:
         snapshot = table.current_snapshot()
-        data = (
-            []
-            if snapshot is None
-            else [m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DATA]
-        )
+        data = [] if snapshot is None else [
+            m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DATA
+        ]
         if len(data) <= 1:
             return RewriteManifestsResult(table, None, len(data), len(data), 0, number)
         counts: list[int] = []

@@ -136,17 +136,13 @@ def _cached_planner() -> Any:
             partitions = KeyDefaultDict(self._build_partition_evaluator)
             metrics = self._build_metrics_evaluator()
             least = _min_sequence_number(kept)
-            work = [
-                (m, partitions[m.partition_spec_id])
-                for m in kept
-                if self._check_sequence_number(least, m)
-            ]
+            work = [(m, partitions[m.partition_spec_id]) for m in kept
+                    if self._check_sequence_number(least, m)]
             cached = cache_in_use()  # here: the reading threads do not see the context
             # Files whose integer bounds rule them out, as pyiceberg's evaluator would, are
             # not visited by it (scan/bounds.py).
-            quick = bounds_test(
-                self.table_metadata.schema(), self.row_filter, self.case_sensitive
-            ) or (lambda _: True)
+            quick = bounds_test(self.table_metadata.schema(), self.row_filter,
+                                self.case_sensitive) or (lambda _: True)
 
             # No condition: only pyiceberg's rule on empty files can rule an entry out.
             everything = self.row_filter == AlwaysTrue()
@@ -157,11 +153,8 @@ def _cached_planner() -> Any:
                 read = read_manifest_entries(self.io, manifest, cached=cached)
                 if everything:
                     return [e for e in read if empty_too or e.data_file.record_count != 0]
-                return [
-                    e
-                    for e in read
-                    if quick(e.data_file) and in_partition(e.data_file) and metrics(e.data_file)
-                ]
+                return [e for e in read if quick(e.data_file) and in_partition(e.data_file)
+                        and metrics(e.data_file)]
 
             # Decoding a manifest is Python holding the GIL: threads pay off only while reads
             # wait on a remote store (local ones decoded 25 % faster in the calling thread).

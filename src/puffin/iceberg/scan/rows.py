@@ -162,11 +162,7 @@ class RowReader:
         return shape
 
     def _live(
-        self,
-        planned: PlannedFile,
-        shape: _FileShape,
-        batch: pa.RecordBatch,
-        positions: Any,
+        self, planned: PlannedFile, shape: _FileShape, batch: pa.RecordBatch, positions: Any,
         offset: int,
     ) -> pa.RecordBatch | None:
         """The rows of ``batch`` (rows ``offset ..`` of the file) that are live and match,

@@ -196,14 +196,8 @@ class TableScan:
         list(ExecutorFactory.get_or_create().map(deletes.load, unique.values()))
         lineage = file_lineage(self.table, self.snapshot) if self.lineage and self.snapshot else {}
         return RowReader(
-            self.table,
-            self.projection,
-            self.row_filter,
-            self._scan.case_sensitive,
-            deletes,
-            self.lineage,
-            lineage,
-            batch_rows,
+            self.table, self.projection, self.row_filter, self._scan.case_sensitive, deletes,
+            self.lineage, lineage, batch_rows,
         )
 
 

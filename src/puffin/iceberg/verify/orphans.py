@@ -76,7 +76,9 @@ def referenced_files(
         found.add(n.path)
         if n.metadata is not None:
             found.update(e.metadata_file for e in n.metadata.metadata_log)
-            reached |= reachable_files(table, n.metadata, seen=manifests, before_read=before_read)
+            reached |= reachable_files(
+                table, n.metadata, seen=manifests, before_read=before_read
+            )
     return {location_key(p) for p in found | reached}
 
 
