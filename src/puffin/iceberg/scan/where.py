@@ -8,9 +8,10 @@ literal, and put back into the parsed tree as an ``In``/``NotIn`` of its values
 (:mod:`puffin.iceberg.scan.key_list`: bound without a conversion per key). Parsing is
 cached: a job parses its condition once, however many times it is checked.
 
-Two more things pyiceberg's parser does not: a list of whole and decimal numbers is read as
-decimals (it refuses ``in (1, 2.5)`` at the first character), and a list of quoted text and
-numbers is refused with a message saying so.
+Two more things pyiceberg's parser does not: a list of whole and decimal numbers is read
+literal by literal as it reads each alone, an integer and a decimal (it refuses ``in (1, 2.5)``
+at the first character; each value is then checked against the column's type as it would be
+alone), and a list of quoted text and numbers is refused with a message saying so.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ LONG_LIST = 64
 _IN_LIST = re.compile(r"\b(not\s+)?in\s*\(([^()]*)\)", re.IGNORECASE)
 _WHOLE = re.compile(r"^\s*[-+]?\d+\s*$")
 _DECIMAL = re.compile(r"^\s*[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\s*$")
-_PLAIN_DECIMAL = re.compile(r"^\s*[-+]?\d+\.\d+\s*$")  # read by pyiceberg as a decimal
+_POINTED = re.compile(r"^\s*[-+]?(\d+\.\d*|\.\d+)\s*$")  # read by pyiceberg as a decimal
 _QUOTED = re.compile(r"^\s*'([^']*)'\s*$")
 _ALL_WHOLE = re.compile(r"\s*[-+]?\d+\s*(?:,\s*[-+]?\d+\s*)*")  # a list of whole numbers
 
@@ -47,7 +48,8 @@ def parse_where(where: str) -> Any:
     if not where.strip():
         raise UsageError("the row filter is empty")
     lifted: dict[str, list[Any]] = {}
-    text = _lift_long_lists(_one_kind_per_list(where), lifted)
+    _refuse_text_with_numbers(where)
+    text = _lift_lists(where, lifted)
     try:
         expr = parse(text)
     except ParseException as exc:
@@ -72,36 +74,28 @@ def _shown(where: str) -> str:
     return where if len(where) <= 200 else f"{where[:120]}...{where[-60:]}"
 
 
-def _one_kind_per_list(where: str) -> str:
-    """``where`` with each ``in (...)`` list of whole and decimal numbers written all as
-    decimals: pyiceberg's parser takes one kind of literal per list, and fails a mixed one
-    at its first character. (Each value is then checked against the column's type.)"""
-
+def _refuse_text_with_numbers(where: str) -> None:
+    """A :class:`UsageError` for an ``in (...)`` list of quoted text and numbers (a column
+    takes one kind of value; pyiceberg's parser fails it at its first character)."""
     inside = _quoted_spans(where)
-
-    def rewrite(match: re.Match[str]) -> str:
+    for match in _IN_LIST.finditer(where):
         if inside(match.start()) or _ALL_WHOLE.fullmatch(match.group(2)):
-            return match.group(0)  # text in a quoted literal, or one kind of number
+            continue  # text in a quoted literal, or whole numbers only
         items = match.group(2).split(",")
-        quoted = [i.strip().startswith("'") for i in items]
-        if any(quoted) and any(_DECIMAL.match(i) for i in items):
+        if any(i.strip().startswith("'") for i in items) and any(
+            _DECIMAL.match(i) for i in items
+        ):
             raise UsageError(
                 f"the list in ({_shown(match.group(2).strip())}) of the row filter "
                 f"{_shown(where)!r} mixes quoted text and numbers: a column takes one kind "
                 "of value"
             )
-        whole = [bool(_WHOLE.match(i)) for i in items]
-        if all(whole) or not all(_DECIMAL.match(i) for i in items):
-            return match.group(0)
-        items = [f"{i.strip()}.0" if w else i.strip() for i, w in zip(items, whole, strict=True)]
-        return f"{match.group(1) or ''}in ({', '.join(items)})"
-
-    return _IN_LIST.sub(rewrite, where)
 
 
-def _lift_long_lists(where: str, lifted: dict[str, list[Any]]) -> str:
-    """Each long list of plain literals replaced by a placeholder text literal; its values
-    (ints, floats or strings, as pyiceberg's parser would read them) go into ``lifted``."""
+def _lift_lists(where: str, lifted: dict[str, list[Any]]) -> str:
+    """Each long list of plain literals, and each list of whole and decimal numbers,
+    replaced by a placeholder text literal; its values (ints, decimals or strings, as
+    pyiceberg's parser reads each literal) go into ``lifted``."""
 
     inside = _quoted_spans(where)
 
@@ -109,7 +103,7 @@ def _lift_long_lists(where: str, lifted: dict[str, list[Any]]) -> str:
         if inside(match.start()):
             return match.group(0)
         body = match.group(2)
-        values = _values(body) if body.count(",") >= LONG_LIST else None
+        values = _values(body) if body.count(",") >= LONG_LIST or _mixed(body) else None
         if values is None:
             return match.group(0)
         placeholder = f"puffin-list-{uuid.uuid4().hex}"
@@ -125,6 +119,15 @@ def _quoted_spans(where: str) -> Callable[[int], bool]:
     return lambda at: any(start < at < end for start, end in spans)
 
 
+def _mixed(body: str) -> bool:
+    """Whether a list holds whole numbers and numbers with a point, and nothing else."""
+    if _ALL_WHOLE.fullmatch(body):
+        return False
+    items = body.split(",")
+    pointed = [bool(_POINTED.match(i)) for i in items]
+    return any(pointed) and all(p or _WHOLE.match(i) for i, p in zip(items, pointed, strict=True))
+
+
 def _values(body: str) -> list[Any] | None:
     """The literals of a list (the text between its parentheses) as pyiceberg's parser reads
     them; None for anything else (then pyiceberg's parser reads the list, or says what is
@@ -132,8 +135,8 @@ def _values(body: str) -> list[Any] | None:
     items = body.split(",")
     if _ALL_WHOLE.fullmatch(body):  # one pass over the text: the usual list of keys
         return [int(i) for i in items]
-    if all(_PLAIN_DECIMAL.match(i) for i in items):
-        return [Decimal(i.strip()) for i in items]
+    if all(_WHOLE.match(i) or _POINTED.match(i) for i in items):
+        return [int(i) if _WHOLE.match(i) else Decimal(i.strip()) for i in items]
     texts = [_QUOTED.match(i) for i in items]
     if all(texts):
         return [t.group(1) for t in texts if t is not None]
