@@ -69,8 +69,10 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
             named = ", ".join(_equality_delete_files(scan)[:3]) or "(not found)"
             raise UnsupportedTableError(
                 f"the snapshot has equality delete files ({named}), which neither "
-                "pyiceberg nor this library applies; read or compute statistics on Spark, "
-                "or after a compaction that applies them"
+                "pyiceberg nor this library applies yet; Iceberg Java's compaction applies "
+                "them (on Spark: CALL <catalog>.system.rewrite_data_files(table => '<table>', "
+                "options => map('delete-file-threshold', '1'))), after which the table reads "
+                "here"
             ) from exc
         raise
     with gc_paused():  # a key per file, after a cold plan's millions of decoded objects
