@@ -275,3 +275,36 @@ def test_positions_of_matched_keys_are_the_models(
         found = match.positions(pa.chunked_array([array[:10], array[10:]]), wanted)
         chosen = set(match.values[start:stop])
         assert found.tolist() == [i for i, v in enumerate(data) if v is not None and v in chosen]
+
+
+def test_a_key_list_is_sorted_once_per_job_and_not_kept_after() -> None:
+    from pyiceberg.expressions.literals import LongLiteral
+
+    from puffin.iceberg.scan.bounds import _SORTED, sorted_values, sorting_once
+
+    literals = {LongLiteral(v) for v in (5, 3, 9)}
+    with sorting_once():
+        first = sorted_values(literals)
+        assert first == [3, 5, 9] and sorted_values(literals) is first
+    assert _SORTED.get() is None  # the job's sorts are gone with it
+    assert sorted_values(literals) == first and sorted_values(literals) is not first
+
+
+def test_whether_keys_fit_a_column_is_asked_once_per_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyiceberg.types import StringType
+
+    from puffin.iceberg.scan import key_list
+
+    asked: list[Any] = []
+    real = key_list.fits
+
+    def counting(literals: Any, field_type: Any) -> bool:
+        asked.append(field_type)
+        return real(literals, field_type)
+
+    monkeypatch.setattr(key_list, "fits", counting)
+    pred = parse_where(f"id in ({', '.join(map(str, range(LONG_LIST + 1)))})")
+    assert isinstance(pred, key_list.KeyIn)
+    for _ in range(3):
+        assert pred.fits(LongType()) and pred.fits(IntegerType()) and not pred.fits(StringType())
+    assert asked == [LongType(), IntegerType(), StringType()]

@@ -62,24 +62,10 @@ def key_literals(values: Iterable[int | str | Decimal]) -> set[Literal[Any]]:
     return made
 
 
-_last_fit: tuple[object, IcebergType, bool] | None = None
-
-
 def fits(literals: set[Literal[Any]], field_type: IcebergType) -> bool:
     """Whether every literal is already exactly a value of ``field_type`` as pyiceberg would
     convert it (``Literal.to`` returns it unchanged): integers in an ``int``/``long``
-    column's range, strings on a ``string`` column. The last answer is kept: a job asks it
-    of one list when checking and on each bind."""
-    global _last_fit
-    last = _last_fit
-    if last is not None and last[0] is literals and last[1] == field_type:
-        return last[2]
-    answer = _fits(literals, field_type)
-    _last_fit = (literals, field_type, answer)
-    return answer
-
-
-def _fits(literals: set[Literal[Any]], field_type: IcebergType) -> bool:
+    column's range, strings on a ``string`` column."""
     if isinstance(field_type, StringType):
         return all(type(lit) is StringLiteral for lit in literals)
     limits = _RANGES.get(type(field_type))
@@ -96,6 +82,12 @@ class KeyIn(In):
     _bound: dict[tuple[int, bool], tuple[Schema, BoundSetPredicate]] = PrivateAttr(
         default_factory=dict
     )
+    _fit: dict[IcebergType, bool] = PrivateAttr(default_factory=dict)
+
+    def fits(self, field_type: IcebergType) -> bool:
+        """:func:`fits` of this list's literals, asked once per column type (a job asks
+        when checking the condition and at each bind)."""
+        return _fits_once(self, field_type)
 
     def bind(self, schema: Schema, case_sensitive: bool = True) -> BoundSetPredicate:
         """As ``In.bind``, without a conversion per literal where :func:`fits` holds; the
@@ -117,6 +109,11 @@ class KeyNotIn(NotIn):
     _bound: dict[tuple[int, bool], tuple[Schema, BoundSetPredicate]] = PrivateAttr(
         default_factory=dict
     )
+    _fit: dict[IcebergType, bool] = PrivateAttr(default_factory=dict)
+
+    def fits(self, field_type: IcebergType) -> bool:
+        """:func:`fits` of this list's literals, asked once per column type."""
+        return _fits_once(self, field_type)
 
     def bind(self, schema: Schema, case_sensitive: bool = True) -> BoundSetPredicate:
         """As ``NotIn.bind``, without a conversion per literal where :func:`fits` holds; the
@@ -144,13 +141,20 @@ def _bind(
     if known is not None and known[0] is schema:
         return known[1]
     term = pred.term.bind(schema, case_sensitive)
-    if not fits(pred.literals, term.ref().field.field_type):
+    if not pred.fits(term.ref().field.field_type):
         return None
     bound: BoundSetPredicate = _validated(kind, term=term, literals=pred.literals)
     if len(pred._bound) >= 2:  # a job binds to one schema, or two (each holds a set of keys)
         pred._bound.clear()
     pred._bound[key] = (schema, bound)
     return bound
+
+
+def _fits_once(pred: KeyIn | KeyNotIn, field_type: IcebergType) -> bool:
+    known = pred._fit.get(field_type)
+    if known is None:
+        known = pred._fit[field_type] = fits(pred.literals, field_type)
+    return known
 
 
 def _same(pred: SetPredicate, other: Any, kind: type[Any]) -> bool:

@@ -88,10 +88,10 @@ def _literal_values(pred: Any) -> list[Any]:
 
 def _exact(pred: Any, field_type: Any) -> Any:
     """``pred`` with each literal exactly a value of the column's type (or refused)."""
-    from puffin.iceberg.scan.key_list import KeyIn, KeyNotIn, fits
+    from puffin.iceberg.scan.key_list import KeyIn, KeyNotIn
     from puffin.iceberg.scan.literals import exact_literal
 
-    if isinstance(pred, (KeyIn, KeyNotIn)) and fits(pred.literals, field_type):
+    if isinstance(pred, (KeyIn, KeyNotIn)) and pred.fits(field_type):
         return pred  # a long list of keys, each already exactly a value of the column
 
     values = [exact_literal(lit, field_type, pred.term.name) for lit in _literal_values(pred)]
@@ -174,12 +174,13 @@ def matching_by_file(
     metrics evaluator decides, as in its own planning (missing metrics: the file is read).
     Without it, every delete read every data file, and a table of many small appends got
     slower to delete from with each one."""
-    from puffin.iceberg.scan.bounds import bound_test
+    from puffin.iceberg.scan.bounds import bound_test, sorting_once
     from puffin.iceberg.scan.keys import KeyMatch
 
-    quick = bound_test(bound, in_limit=None) or (lambda _: True)  # any length of in list
+    with sorting_once():  # a long key list sorted once for both
+        quick = bound_test(bound, in_limit=None) or (lambda _: True)  # any length of in list
+        job = _Job.of(table, KeyMatch.of(bound))  # bound once per job, not once per file
     might_match = _metrics_filter(bound)
-    job = _Job.of(table, KeyMatch.of(bound))  # bound once per job, not once per file
     out = {}
     for p in planned:
         if not (quick(p.data_file) and might_match(p.data_file)):
