@@ -290,12 +290,19 @@ def test_mistakes_are_refused_with_one_clear_error(catalog: Catalog, base: Table
         scan_table(base, snapshot_id=12345)
 
 
-def test_equality_deletes_are_refused_naming_the_file(catalog: Catalog, base: Table) -> None:
+def test_an_equality_delete_without_its_key_column_is_refused_naming_the_file(
+    catalog: Catalog, base: Table
+) -> None:
+    """A file labelled as an equality delete of field 1 that holds no such column (here a
+    position-delete file's): the scan stops naming it; other jobs refuse equality deletes."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.typedef import Record
 
+    from puffin.errors import TableMetadataError
+    from puffin.iceberg import compute_table_statistics
+
     path = sorted(t.file.file_path for t in base.scan().plan_files())[0]
-    written = write_position_delete_file(base, {path: [0]})  # its contents are never read
+    written = write_position_delete_file(base, {path: [0]})
     delete_file = DataFile.from_args(
         content=DataFileContent.EQUALITY_DELETES,
         file_path=written.file_path,
@@ -309,9 +316,13 @@ def test_equality_deletes_are_refused_naming_the_file(catalog: Catalog, base: Ta
     table = _commit_delete_snapshot(
         catalog, base, [delete_file], format_version=2, new_identifier="db.scan_eq"
     )
-    with pytest.raises(UnsupportedTableError, match="equality delete") as caught:
+    lacking = r"no column for its equality field ids \[1\]"
+    with pytest.raises(TableMetadataError, match=lacking) as caught:
         scan_table(table).to_arrow()
     assert str(written.file_path) in str(caught.value)
+    with pytest.raises(UnsupportedTableError, match="equality delete") as refused:
+        compute_table_statistics(table)
+    assert str(written.file_path) in str(refused.value)
 
 
 def test_an_empty_table_reads_as_no_rows(tmp_path: Path) -> None:

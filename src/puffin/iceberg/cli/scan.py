@@ -28,7 +28,7 @@ examples:
   puffin table scan db.events --columns id,_row_id --format json
   puffin table scan db.events --format parquet --output events.parquet
 
-Deletion vectors and position deletes are applied; equality deletes are refused.  --where
+Deletion vectors, position deletes and equality deletes are applied.  --where
 takes pyiceberg's filter syntax, bound strictly (9.5 on an integer column is an error, not
 a rounded value).  _row_id and _last_updated_sequence_number are the row-lineage columns
 of a v3 table.  csv and json write binary values as base64, uuids as text, nested values

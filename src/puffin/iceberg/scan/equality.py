@@ -7,10 +7,11 @@ column is matched with ``is_in`` (nulls matched as values); several with a hash 
 data's keys against the delete keys, each column made null-safe first: its nulls replaced by
 one value of its type beside a column saying which were null, so that a null meets only a
 null. Which delete files apply to which data file is the delete-file index's business
-(``scan/delete_file_index.py``); this module only matches the rows. No reader calls it yet
-(issue 44 wires it into the one row reader); ``tests/iceberg/scan/test_equality.py`` holds it
-to a model for integer, text, binary, fixed, date, timestamp, decimal and boolean keys, not
-yet for floating-point ones (NaN).
+(``scan/delete_file_index.py``); this module reads each delete file's keys once per scan
+(:class:`EqualityDeletes`) and matches the rows, for ``scan_table``'s row reader (the other
+jobs refuse equality deletes for now). ``tests/iceberg/scan/test_equality.py`` holds the
+matching to a model for integer, text, binary, fixed, date, timestamp, decimal and boolean
+keys, not yet for floating-point ones (NaN); nested key columns are refused.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from puffin.errors import TableMetadataError, UnsupportedTableError
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pyarrow as pa
 
-__all__ = ["deleted_by_keys"]
+__all__ = ["EqualityDeletes", "FileKeys", "deleted_by_keys"]
 
 _POSITION = "__puffin_pos"
 
@@ -95,3 +98,110 @@ def _filler(kind: pa.DataType) -> Any:
         width = pa.int32() if kind.bit_width == 32 else pa.int64()
         return pa.array([0], width).cast(kind)[0]
     return pa.array([0]).cast(kind)[0]
+
+
+class EqualityDeletes:
+    """A scan's equality delete files: each read once (its key columns, found by field id,
+    cast to the table's types), then matched against each data file's rows."""
+
+    def __init__(self, table: Any, schemas: Any) -> None:
+        self.table, self.schemas = table, schemas  # schemas: row_filter.FileSchemas
+        self._keys: dict[str, tuple[tuple[int, ...], pa.Table]] = {}
+
+    def for_file(self, planned: Any, file_schema: Any) -> FileKeys | None:
+        """What matching ``planned``'s rows needs (None when no equality delete applies):
+        ``file_schema`` is pyiceberg's schema of the data file, by field id."""
+        if not planned.equality_deletes:
+            return None
+        sets = [self._load(d) for d in planned.equality_deletes]
+        columns = {
+            fid: _top_level(_name(file_schema, fid), fid, planned.path)
+            for fid in sorted({fid for ids, _ in sets for fid in ids})
+        }
+        return FileKeys(sets, columns, {fid: self._type(fid) for fid in columns})
+
+    def _load(self, delete_file: Any) -> tuple[tuple[int, ...], pa.Table]:
+        from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, read_columns
+
+        path = str(delete_file.file_path)
+        known = self._keys.get(path)
+        if known is not None:
+            return known
+        ids = tuple(sorted(delete_file.equality_ids or ()))
+        if not ids:
+            raise UnsupportedTableError(f"equality delete file {path} names no equality ids")
+        with open_data_file(self.table.io, path) as f:
+            parquet = parquet_file(f, path)
+            _, schema = self.schemas.of(parquet.schema_arrow)
+            names = [_top_level(_name(schema, fid), fid, path) for fid in ids]
+            if None in names:
+                lacking = [fid for fid, n in zip(ids, names, strict=True) if n is None]
+                raise TableMetadataError(
+                    f"equality delete file {path} has no column for its equality field ids "
+                    f"{lacking}: its rows cannot say what they delete"
+                )
+            read = read_columns(parquet, [n for n in names if n is not None])
+        keys = _by_ids(read, ids, names, {fid: self._type(fid) for fid in ids})
+        self._keys[path] = (ids, keys)
+        return ids, keys
+
+    def _type(self, fid: int) -> pa.DataType:
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        return schema_to_pyarrow(self.table.schema().find_type(fid), include_field_ids=False)
+
+
+class FileKeys:
+    """One data file's equality deletes: the columns to read, and the rows they delete."""
+
+    def __init__(
+        self,
+        sets: list[tuple[tuple[int, ...], pa.Table]],
+        columns: dict[int, str | None],
+        types: dict[int, pa.DataType],
+    ) -> None:
+        self.sets, self.by_id, self.types = sets, columns, types
+        self.columns = sorted({n for n in columns.values() if n is not None})
+
+    def deleted(self, batch: pa.RecordBatch) -> npt.NDArray[np.bool_]:
+        """Which rows of ``batch`` (read with :attr:`columns`) any of the deletes removes."""
+        import numpy as np
+
+        gone = np.zeros(batch.num_rows, dtype=bool)
+        for ids, keys in self.sets:
+            names = [self.by_id[fid] for fid in ids]
+            rows = _by_ids(batch, ids, names, self.types)
+            gone |= deleted_by_keys(rows, keys)
+        return gone
+
+
+def _by_ids(
+    data: Any, ids: tuple[int, ...], names: list[str | None], types: dict[int, pa.DataType]
+) -> pa.Table:
+    """``data``'s columns ``names`` as a table named by field id, of the table's types (a
+    column the file lacks is all null, as the spec reads it)."""
+    import pyarrow as pa
+
+    columns = [
+        pa.nulls(data.num_rows, types[fid]) if name is None else data.column(name).cast(types[fid])
+        for fid, name in zip(ids, names, strict=True)
+    ]
+    return pa.table(columns, names=[str(fid) for fid in ids])
+
+
+def _name(schema: Any, fid: int) -> str | None:
+    """The column of field ``fid`` in a file's schema; None when the file lacks it."""
+    try:
+        name = schema.find_column_name(fid)
+    except ValueError:
+        return None
+    return None if name is None else str(name)
+
+
+def _top_level(name: str | None, fid: int, path: str) -> str | None:
+    if name is not None and "." in name:
+        raise UnsupportedTableError(
+            f"{path}: equality field {fid} ({name}) is nested; only top-level equality "
+            "columns are applied yet"
+        )
+    return name

@@ -34,10 +34,12 @@ __all__ = ["PlannedFile", "keep_mask", "plan_files", "planned_from_tasks"]
 
 @dataclass
 class PlannedFile:
-    """A live data file of the snapshot and the delete files that apply to it."""
+    """A live data file of the snapshot and the delete files that apply to it: position
+    deletes and vectors, and (in plans that take them) equality delete files."""
 
     data_file: DataFile
     delete_files: list[DataFile] = field(default_factory=list)
+    equality_deletes: list[DataFile] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -59,11 +61,11 @@ def plan_files(
     return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id, row_filter=row_filter))
 
 
-def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
+def planned_from_tasks(scan: DataScan, *, equality: bool = False) -> list[PlannedFile]:
     """The files pyiceberg's ``scan`` plans (pruned by its filter), sorted by path;
     :class:`UnsupportedTableError` naming the file for an equality delete."""
     try:
-        planned = _plan(scan)
+        planned = _plan(scan, equality)
     except ValueError as exc:
         if "equality delete" in str(exc).lower():
             named = ", ".join(_equality_delete_files(scan)[:3]) or "(not found)"
@@ -80,13 +82,13 @@ def planned_from_tasks(scan: DataScan) -> list[PlannedFile]:
         return [planned[i] for _, i in keyed]
 
 
-def _plan(scan: DataScan) -> list[PlannedFile]:
+def _plan(scan: DataScan, equality: bool = False) -> list[PlannedFile]:
     """pyiceberg's plan of ``scan`` (its evaluators and sequence-number rules), with the
     manifests' entries read through the process's cache of committed manifests (a table
     that takes one commit after another plans each over the same manifests) and the
     deletes of each data file found through our delete-file index."""
     if scan._should_use_server_side_planning():
-        return [_from_task(task) for task in scan.plan_files()]
+        return [_from_task(task, equality) for task in scan.plan_files()]
     snapshot = scan.snapshot()
     if snapshot is None:
         return []
@@ -99,20 +101,23 @@ def _plan(scan: DataScan) -> list[PlannedFile]:
     )
     with gc_paused():  # tens of thousands of objects that live on (support/gc_pause.py)
         entries = planner.plan_manifest_entries(snapshot.manifests(scan.io))
-        return _planned(entries, unpartitioned_specs(scan.table_metadata))
+        return _planned(entries, unpartitioned_specs(scan.table_metadata), equality)
 
 
-def _from_task(task: FileScanTask) -> PlannedFile:
-    """A task a catalog planned, as a :class:`PlannedFile` (equality deletes refused)."""
+def _from_task(task: FileScanTask, equality: bool = False) -> PlannedFile:
+    """A task a catalog planned, as a :class:`PlannedFile` (equality deletes refused unless
+    the plan takes them)."""
     from pyiceberg.manifest import DataFileContent
 
-    for d in task.delete_files:
-        if d.content == DataFileContent.EQUALITY_DELETES:
-            raise UnsupportedTableError(
-                f"equality delete file {d.file_path} applies to {task.file.file_path}; "
-                "equality deletes are not supported"
-            )
-    return PlannedFile(task.file, sorted(task.delete_files, key=lambda d: str(d.file_path)))
+    found = sorted(task.delete_files, key=lambda d: str(d.file_path))
+    kept = [d for d in found if d.content != DataFileContent.EQUALITY_DELETES]
+    if len(kept) < len(found) and not equality:
+        named = next(d for d in found if d.content == DataFileContent.EQUALITY_DELETES)
+        raise UnsupportedTableError(
+            f"equality delete file {named.file_path} applies to {task.file.file_path}; "
+            "equality deletes are not supported"
+        )
+    return PlannedFile(task.file, kept, [d for d in found if d not in kept])
 
 
 @functools.cache
@@ -168,7 +173,7 @@ def _cached_planner() -> Any:
 
 
 def _planned(
-    groups: Iterable[list[Any]], unpartitioned: frozenset[int] = frozenset()
+    groups: Iterable[list[Any]], unpartitioned: frozenset[int] = frozenset(), equality: bool = False
 ) -> list[PlannedFile]:
     """The data entries of ``groups`` (the planner's entries, a list per manifest) with the
     delete files of each, found through :class:`DeleteFileIndex` (by the file they name,
@@ -192,14 +197,21 @@ def _planned(
     if index.is_empty():
         return [PlannedFile(entry.data_file, []) for entry in data_entries]
     planned = []
-    equality = index.has_equality_deletes()
+    split = index.has_equality_deletes()
     for entry in data_entries:
-        found = index.for_data_file(entry)
-        if equality and any(d.content == DataFileContent.EQUALITY_DELETES for d in found):
-            # No reader applies them yet: refused as pyiceberg refuses them (its words), but
-            # only where one applies to a file of the plan.
+        applying = index.for_data_file(entry)
+        found = sorted(applying, key=_path) if applying else []
+        if not split:
+            planned.append(PlannedFile(entry.data_file, found))
+            continue
+        kinds = [d.content == DataFileContent.EQUALITY_DELETES for d in found]
+        if any(kinds) and not equality:
+            # Only the scan applies them yet: refused as pyiceberg refuses them (its words),
+            # but only where one applies to a file of the plan.
             raise ValueError("PyIceberg does not yet support equality deletes")
-        planned.append(PlannedFile(entry.data_file, sorted(found, key=_path) if found else []))
+        positions = [d for d, e in zip(found, kinds, strict=True) if not e]
+        equalities = [d for d, e in zip(found, kinds, strict=True) if e]
+        planned.append(PlannedFile(entry.data_file, positions, equalities))
     return planned
 
 

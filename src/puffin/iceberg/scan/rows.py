@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.metadata.delete_files import DeleteIndex
+from puffin.iceberg.scan.equality import EqualityDeletes, FileKeys
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
 from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, row_groups, threaded
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
@@ -85,11 +86,13 @@ class RowReader:
             format_version=table.metadata.format_version,
         )
         self._shapes: dict[tuple[str, tuple[tuple[int, str], ...]], _FileShape] = {}
+        self.equality = EqualityDeletes(table, self._schemas)
 
     def file_batches(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
         """``planned``'s live rows matching the filter, in file order."""
         positions = self.deletes.positions(planned.path, planned.delete_files)
-        if positions is None and not self.lineage and self.pushdown:
+        plain = positions is None and not planned.equality_deletes
+        if plain and not self.lineage and self.pushdown:
             yield from self._pushed_down(planned)
         else:
             yield from self._masked(planned, positions)
@@ -121,16 +124,21 @@ class RowReader:
         with open_data_file(self.table.io, planned.path) as f:
             parquet = parquet_file(f, planned.path, buffer_size=8 << 20)
             shape = self._shape(planned, parquet.schema_arrow)
+            keys = None
+            if planned.equality_deletes:
+                keys = self.equality.for_file(planned, self._schemas.of(parquet.schema_arrow)[1])
+            extra = [] if keys is None else [c for c in keys.columns if c not in shape.columns]
+            columns = [*shape.columns, *extra]  # the keys of equality deletes, then dropped
             offset = 0
             batches = (
                 parquet.iter_batches(
-                    self.batch_rows, columns=shape.columns, use_threads=threaded(parquet)
+                    self.batch_rows, columns=columns, use_threads=threaded(parquet)
                 )
                 if self.batch_rows is not None
-                else (b for t in row_groups(parquet, shape.columns) for b in t.to_batches())
+                else (b for t in row_groups(parquet, columns) for b in t.to_batches())
             )
             for i, batch in enumerate(batches):
-                out = self._live(planned, shape, batch, positions, offset)
+                out = self._live(planned, shape, batch, positions, offset, keys)
                 offset += batch.num_rows
                 if self.release and positions is not None and i % 4 == 3:
                     # Masked copies leave Arrow's allocator holding freed pages: handing them
@@ -163,7 +171,7 @@ class RowReader:
 
     def _live(
         self, planned: PlannedFile, shape: _FileShape, batch: pa.RecordBatch, positions: Any,
-        offset: int,
+        offset: int, keys: FileKeys | None = None,
     ) -> pa.RecordBatch | None:
         """The rows of ``batch`` (rows ``offset ..`` of the file) that are live and match,
         in the scan's shape; None if there are none."""
@@ -173,6 +181,10 @@ class RowReader:
         count = batch.num_rows
         pos = np.arange(offset, offset + count, dtype=np.int64) if self.lineage else None
         mask = keep_mask(positions, offset, count)
+        if keys is not None:  # rows an equality delete removes, then the key columns dropped
+            gone = keys.deleted(batch)
+            mask = ~gone if mask is None else mask & ~gone
+            batch = batch.select(shape.columns)
         if mask is not None:
             batch = batch.filter(pa.array(mask))  # an Arrow mask filters faster than NumPy's
             pos = None if pos is None else pos[mask]

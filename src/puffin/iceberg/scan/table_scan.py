@@ -130,7 +130,8 @@ class TableScan:
     def plan_files(self) -> list[PlannedFile]:
         """The data files to read (pyiceberg's pruning) with the deletes of each."""
         if self._planned is None:
-            self._planned = [] if self.snapshot is None else planned_from_tasks(self._scan)
+            scan = self._scan  # equality deletes are applied by the row reader
+            self._planned = [] if self.snapshot is None else planned_from_tasks(scan, equality=True)
         return self._planned
 
     def planned_rows(self) -> int:
