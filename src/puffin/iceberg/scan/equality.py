@@ -107,6 +107,7 @@ class EqualityDeletes:
     def __init__(self, table: Any, schemas: Any) -> None:
         self.table, self.schemas = table, schemas  # schemas: row_filter.FileSchemas
         self._keys: dict[str, tuple[tuple[int, ...], pa.Table]] = {}
+        self._types: dict[int, pa.DataType] = {}
 
     def for_file(self, planned: Any, file_schema: Any) -> FileKeys | None:
         """What matching ``planned``'s rows needs (None when no equality delete applies):
@@ -146,9 +147,14 @@ class EqualityDeletes:
         return ids, keys
 
     def _type(self, fid: int) -> pa.DataType:
+        """The Arrow type of field ``fid`` in the table's schema, worked out once per scan."""
         from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-        return schema_to_pyarrow(self.table.schema().find_type(fid), include_field_ids=False)
+        known = self._types.get(fid)
+        if known is None:
+            found = self.table.schema().find_type(fid)
+            known = self._types[fid] = schema_to_pyarrow(found, include_field_ids=False)
+        return known
 
 
 class FileKeys:

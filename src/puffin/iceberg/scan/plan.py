@@ -107,17 +107,13 @@ def _plan(scan: DataScan, equality: bool = False) -> list[PlannedFile]:
 def _from_task(task: FileScanTask, equality: bool = False) -> PlannedFile:
     """A task a catalog planned, as a :class:`PlannedFile` (equality deletes refused unless
     the plan takes them)."""
-    from pyiceberg.manifest import DataFileContent
-
-    found = sorted(task.delete_files, key=lambda d: str(d.file_path))
-    kept = [d for d in found if d.content != DataFileContent.EQUALITY_DELETES]
-    if len(kept) < len(found) and not equality:
-        named = next(d for d in found if d.content == DataFileContent.EQUALITY_DELETES)
+    positions, equalities = _by_kind(task.delete_files)
+    if equalities and not equality:
         raise UnsupportedTableError(
-            f"equality delete file {named.file_path} applies to {task.file.file_path}; "
+            f"equality delete file {equalities[0].file_path} applies to {task.file.file_path}; "
             "equality deletes are not supported"
         )
-    return PlannedFile(task.file, kept, [d for d in found if d not in kept])
+    return PlannedFile(task.file, positions, equalities)
 
 
 @functools.cache
@@ -200,19 +196,29 @@ def _planned(
     split = index.has_equality_deletes()
     for entry in data_entries:
         applying = index.for_data_file(entry)
-        found = sorted(applying, key=_path) if applying else []
         if not split:
+            found = sorted(applying, key=_path) if applying else []  # most files: none
             planned.append(PlannedFile(entry.data_file, found))
             continue
-        kinds = [d.content == DataFileContent.EQUALITY_DELETES for d in found]
-        if any(kinds) and not equality:
+        positions, equalities = _by_kind(applying)
+        if equalities and not equality:
             # Only the scan applies them yet: refused as pyiceberg refuses them (its words),
             # but only where one applies to a file of the plan.
             raise ValueError("PyIceberg does not yet support equality deletes")
-        positions = [d for d, e in zip(found, kinds, strict=True) if not e]
-        equalities = [d for d, e in zip(found, kinds, strict=True) if e]
         planned.append(PlannedFile(entry.data_file, positions, equalities))
     return planned
+
+
+def _by_kind(delete_files: Iterable[DataFile]) -> tuple[list[DataFile], list[DataFile]]:
+    """(position deletes and vectors, equality deletes) of ``delete_files``, each by path."""
+    from pyiceberg.manifest import DataFileContent
+
+    ordered = sorted(delete_files, key=_path)
+    equality = [d.content == DataFileContent.EQUALITY_DELETES for d in ordered]
+    return (
+        [d for d, e in zip(ordered, equality, strict=True) if not e],
+        [d for d, e in zip(ordered, equality, strict=True) if e],
+    )
 
 
 def unpartitioned_specs(metadata: TableMetadata) -> frozenset[int]:

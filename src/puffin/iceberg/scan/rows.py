@@ -124,9 +124,7 @@ class RowReader:
         with open_data_file(self.table.io, planned.path) as f:
             parquet = parquet_file(f, planned.path, buffer_size=8 << 20)
             shape = self._shape(planned, parquet.schema_arrow)
-            keys = None
-            if planned.equality_deletes:
-                keys = self.equality.for_file(planned, self._schemas.of(parquet.schema_arrow)[1])
+            keys = self.equality.for_file(planned, shape.schema)
             extra = [] if keys is None else [c for c in keys.columns if c not in shape.columns]
             columns = [*shape.columns, *extra]  # the keys of equality deletes, then dropped
             offset = 0
@@ -177,7 +175,6 @@ class RowReader:
         in the scan's shape; None if there are none."""
         import numpy as np
         import pyarrow as pa
-
         count = batch.num_rows
         pos = np.arange(offset, offset + count, dtype=np.int64) if self.lineage else None
         mask = keep_mask(positions, offset, count)
@@ -226,6 +223,7 @@ class _FileShape:
         from pyiceberg.schema import prune_columns
 
         self.downcast, self.missing = reader.downcast, missing
+        self.schema = schema  # the whole file's, by field id (equality keys are found in it)
         self.filter: Any = None
         if reader.filtered:
             self.filter = filter_for_file(reader.bound, schema, missing, reader.case_sensitive)[0]

@@ -120,7 +120,8 @@ def _quoted_spans(where: str) -> Callable[[int], bool]:
 
 
 def _mixed(body: str) -> bool:
-    """Whether a list holds whole numbers and numbers with a point, and nothing else."""
+    """Whether a list holds numbers with a point and nothing but whole numbers beside them
+    (pyiceberg's parser refuses the mix; such a list is read here value by value)."""
     if _ALL_WHOLE.fullmatch(body):
         return False
     items = body.split(",")
