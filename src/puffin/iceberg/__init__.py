@@ -70,6 +70,8 @@ _LAZY: dict[str, str] = {
     "rewrite_manifests": "puffin.iceberg.maintenance.rewrite_manifests",
     "RewriteManifestsResult": "puffin.iceberg.maintenance.rewrite_manifests",
     "CompactResult": "puffin.iceberg.maintenance.compact",
+    "ConvertResult": "puffin.iceberg.maintenance.convert_equality",
+    "convert_equality_deletes": "puffin.iceberg.maintenance.convert_equality",
     "RewriteDeletesResult": "puffin.iceberg.maintenance.rewrite_deletes",
     "OrphanResult": "puffin.iceberg.maintenance.orphans",
     "deletion_vector_data_files": "puffin.iceberg.deletes.vectors",
@@ -120,6 +122,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         write_table_deletion_vectors,
     )
     from puffin.iceberg.maintenance.compact import CompactResult, rewrite_data_files
+    from puffin.iceberg.maintenance.convert_equality import (
+        ConvertResult,
+        convert_equality_deletes,
+    )
     from puffin.iceberg.maintenance.expire import ExpireResult, expire_snapshots
     from puffin.iceberg.maintenance.orphans import OrphanResult, remove_orphan_files
     from puffin.iceberg.maintenance.rewrite_deletes import (
@@ -164,6 +170,7 @@ __all__ = [
     "ColumnNotFoundError",
     "ColumnStatistics",
     "CompactResult",
+    "ConvertResult",
     "DeleteResult",
     "DeletionVectorRef",
     "ExpireResult",
@@ -185,6 +192,7 @@ __all__ = [
     "apply_deletion_vector",
     "commit_deletion_vectors",
     "compute_table_statistics",
+    "convert_equality_deletes",
     "create_sample_table",
     "delete_rows",
     "deletion_vector_data_files",

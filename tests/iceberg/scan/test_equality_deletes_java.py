@@ -1,5 +1,6 @@
-"""Equality deletes written by Iceberg Java: its plan against our delete-file index, its rows
-and DuckDB's (1.4.4 and 1.5.5) against a model, and our refusal naming the file.
+"""Equality deletes written by Iceberg Java: its plan against our delete-file index; its rows,
+DuckDB's (1.4.4 and 1.5.5) and ours against a model, before and after our conversion to
+deletion vectors and our compaction; statistics counted from the rows as read.
 
 The table (v2, unpartitioned, ``id`` int and ``v`` string): 100 rows appended by us, an
 equality delete of ``id`` in (3, 5, 7, 200) written and committed by Java
@@ -19,7 +20,6 @@ pytest.importorskip("pyiceberg")
 
 import pyarrow as pa
 
-from puffin.errors import UnsupportedTableError
 from puffin.iceberg import append, local_catalog, scan_table
 from puffin.iceberg.metadata.manifests import read_manifest_entries
 from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
@@ -122,13 +122,68 @@ def test_scan_table_reads_the_models_rows(cdc: Any) -> None:
     assert sorted(chosen.column("v").to_pylist()) == sorted(v for i, v in model if i < 10)
 
 
-def test_other_jobs_refuse_the_table_naming_the_file(cdc: Any) -> None:
+def test_statistics_count_the_rows_as_read(cdc: Any) -> None:
     from puffin.iceberg import compute_table_statistics
 
-    table, written, _ = cdc
-    with pytest.raises(UnsupportedTableError, match="equality delete") as caught:
-        compute_table_statistics(table)
-    assert Path(local_path(written) or "").name in str(caught.value)
+    table, _, model = cdc
+    stats = compute_table_statistics(table, commit=False)
+    ndv = {b.fields[0]: int(b.properties["ndv"]) for b in stats.blob_metadata}
+    assert ndv == {1: len({i for i, _ in model}), 2: len({v for _, v in model})}
+
+
+def _copy(cdc: Any, folder: Path) -> Any:
+    from iceberg_fixtures import copy_warehouse
+
+    table = cdc[0]
+    warehouse = Path(local_path(table.metadata_location) or "").parents[3]
+    return copy_warehouse(warehouse, folder, identifier="db.cdc")
+
+
+def _equality_files(table: Any) -> list[str]:
+    snapshot = table.current_snapshot()
+    entries = [e for m in snapshot.manifests(table.io) for e in read_manifest_entries(table.io, m)]
+    return [str(e.data_file.file_path) for e in entries if e.data_file.content == 2]
+
+
+def test_converted_to_deletion_vectors_every_reader_reads_the_models_rows(
+    cdc: Any, java: Any, tmp_path: Path
+) -> None:
+    """Upgraded to v3 (the equality delete kept), then converted: one vector on the first
+    append's file, no equality delete left; Java, both DuckDBs and ``scan_table`` read the
+    model's rows, and the CLI finds nothing more to convert."""
+    from peers.duckdb_scan import read_duckdb, read_duckdb15
+    from peers.iceberg_java import read_java
+    from puffin.cli import main
+    from puffin.iceberg import convert_equality_deletes, upgrade_to_v3
+
+    model = cdc[2]
+    upgraded = upgrade_to_v3(_copy(cdc, tmp_path / "copy"))
+    assert len(_equality_files(upgraded)) == 1
+    assert _pairs(scan_table(upgraded).to_arrow()) == model
+    result = convert_equality_deletes(upgraded)
+    assert (result.equality_files, result.data_files, result.converted_rows) == (1, 1, 3)
+    table = result.table
+    assert not _equality_files(table)
+    metadata = local_path(table.metadata_location) or ""
+    assert _pairs(scan_table(table).to_arrow()) == model
+    assert _pairs(read_java(java, metadata)) == model
+    assert _pairs(read_duckdb(metadata)) == model
+    assert _pairs(read_duckdb15(metadata)) == model
+    warehouse = str(tmp_path / "copy")
+    code = main(["table", "convert-equality-deletes", "db.cdc", "--warehouse", warehouse])
+    assert code == 0
+
+
+def test_our_compaction_applies_and_drops_the_delete(cdc: Any, tmp_path: Path) -> None:
+    from puffin.iceberg import rewrite_data_files, upgrade_to_v3
+
+    model = cdc[2]
+    upgraded = upgrade_to_v3(_copy(cdc, tmp_path / "copy"))
+    result = rewrite_data_files(upgraded, min_deleted_fraction=0.01, min_input_files=1)
+    assert result.removed_equality_deletes == 1
+    assert result.dropped_deleted_rows == 3  # ids 3, 5 and 7 of the first append
+    assert not _equality_files(result.table)
+    assert _pairs(scan_table(result.table).to_arrow()) == model
 
 
 def test_after_javas_compaction_scan_table_reads_the_models_rows(
@@ -136,11 +191,8 @@ def test_after_javas_compaction_scan_table_reads_the_models_rows(
 ) -> None:
     """The refusal's way out: Java's ``rewrite_data_files`` rewrites the files the delete
     applies to, with their rows applied, and the table then reads here as the model says."""
-    from iceberg_fixtures import copy_warehouse
-
-    table, _, model = cdc
-    warehouse = Path(local_path(table.metadata_location) or "").parents[3]
-    copy = copy_warehouse(warehouse, tmp_path / "copy", identifier="db.cdc")
+    model = cdc[2]
+    copy = _copy(cdc, tmp_path / "copy")
     java.sql(
         "CALL default.system.rewrite_data_files(table => 'db.cdc', "
         "options => map('delete-file-threshold', '1'))",

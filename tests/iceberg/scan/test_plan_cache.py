@@ -237,8 +237,8 @@ def test_a_delete_plans_only_the_files_its_condition_may_match(
     planned: list[int] = []
     real = rows.plan_files
 
-    def spy(*args: Any) -> Any:
-        out = real(*args)
+    def spy(*args: Any, **options: Any) -> Any:
+        out = real(*args, **options)
         planned.append(len(out))
         return out
 

@@ -150,7 +150,7 @@ def _run_dv(args: argparse.Namespace, table: Table) -> int:
 
     snapshot = resolve_snapshot(table, args.snapshot_id)
     refs = sorted(deletion_vector_refs(table, snapshot), key=lambda r: r.referenced_data_file)
-    rows = {p.path: p.record_count for p in plan_files(table, snapshot)}
+    rows = {p.path: p.record_count for p in plan_files(table, snapshot, equality=True)}
     deleted = sum(r.record_count for r in refs)
     total = sum(rows.values())
     if args.json:

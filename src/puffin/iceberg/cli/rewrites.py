@@ -1,8 +1,9 @@
-"""``puffin table rewrite-deletes``, ``compact`` and ``rewrite-manifests``: a v3 table's
-deletes gathered into few Puffin files, data files written again without their deleted
-rows, data manifests regrouped.
+"""``puffin table rewrite-deletes``, ``convert-equality-deletes``, ``compact`` and
+``rewrite-manifests``: a v3 table's deletes gathered into few Puffin files, its equality
+deletes turned into deletion vectors, data files written again without their deleted rows,
+data manifests regrouped.
 
-Both commit one ``replace`` snapshot and change no row; the files they replace stay until
+Each commits one ``replace`` snapshot and changes no row; the files they replace stay until
 ``puffin table expire`` removes the snapshots that still reach them.
 """
 
@@ -52,9 +53,22 @@ snapshot, no row and no _row_id changed. Commits merge manifests as they go (Jav
 commit.manifest-merge.* properties); this regroups a table whose manifests grew anyway.
 """
 
+_EPILOG_CONVERT = """\
+examples:
+  puffin table convert-equality-deletes db.cdc
+  puffin table convert-equality-deletes db.cdc --json --progress
+
+The rows each equality delete file removes (written by Flink, Kafka Connect, Debezium or
+iceberg-rust) are found once, merged into each data file's deletion vector, and every
+equality delete file is removed: one replace snapshot, the same rows for every reader,
+engines that refuse equality deletes can then read the table. A table without equality
+deletes is left as it is (exit 0, no snapshot). v3 only: upgrade a v2 table first.
+"""
+
 
 def add_rewrite_commands(commands: TableCommands) -> None:
-    """Add ``rewrite-deletes``, ``compact`` and ``rewrite-manifests`` to ``puffin table``."""
+    """Add ``rewrite-deletes``, ``convert-equality-deletes``, ``compact`` and
+    ``rewrite-manifests`` to ``puffin table``."""
     from puffin.cli import add_progress_option
 
     deletes = commands.add(
@@ -64,6 +78,13 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         epilog=_EPILOG_DELETES,
     )
     deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
+    convert = commands.add(
+        "convert-equality-deletes",
+        _run_convert,
+        help="turn a v3 table's equality deletes into deletion vectors",
+        epilog=_EPILOG_CONVERT,
+    )
+    add_progress_option(convert, "for every data file whose keys are read")
     compact = commands.add(
         "compact",
         _run_compact,
@@ -136,6 +157,18 @@ def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
         done.append(f"  dropped {r.dropped_dangling} of data files no longer in the table")
     nothing = f"nothing to rewrite: {r.files_before} delete file(s) already"
     return _report(args, "table rewrite-deletes", r, nothing, done)
+
+
+def _run_convert(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.maintenance.convert_equality import convert_equality_deletes
+
+    r = convert_equality_deletes(table, progress=args.progress)
+    done = [
+        f"converted {r.equality_files} equality delete file(s): {r.converted_rows} rows "
+        f"into the vectors of {r.data_files} data file(s); snapshot {r.snapshot_id}"
+    ]
+    nothing = "nothing to convert: no equality delete file is live"
+    return _report(args, "table convert-equality-deletes", r, nothing, done)
 
 
 def _run_compact(args: argparse.Namespace, table: Any) -> int:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.iceberg.deletes.vectors import check_positions
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.manifests import DeleteFileKey
+from puffin.iceberg.scan.delete_filter import DeleteFilter
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,12 +50,19 @@ class MergedDeletes:
     newly_deleted: int
 
 
-def live_positions(index: DeleteIndex, planned: PlannedFile) -> npt.NDArray[np.int64]:
+def live_positions(
+    index: DeleteIndex, planned: PlannedFile, *, positions_only: bool = False
+) -> npt.NDArray[np.int64]:
     """The positions of the file its live delete files delete, sorted (a stray position
-    past the file's end, which deletes nothing, is left out)."""
+    past the file's end, which deletes nothing, is left out); equality deletes included when
+    ``index`` is a :class:`~puffin.iceberg.scan.delete_filter.DeleteFilter`, unless
+    ``positions_only`` (what the file's vectors and position-delete files delete)."""
     import numpy as np
 
-    live = index.positions(planned.path, planned.delete_files)
+    if positions_only:
+        live = index.positions(planned.path, planned.delete_files)
+    else:
+        live = index.deleted_positions(planned)
     if live is None:
         return np.empty(0, dtype=np.int64)
     return live[live < planned.record_count]
@@ -105,7 +113,7 @@ def merge_deletes(
             superseded.update((str(d.file_path), None) for d in parquet)
             if parquet and read_live:
                 candidates.setdefault(p.path, np.empty(0, dtype=np.int64))
-    index = index if index is not None else DeleteIndex(table, snapshot)
+    index = index if index is not None else DeleteFilter(table, snapshot)
     merged: Positions = {}
     newly = 0
     for path, positions in candidates.items():

@@ -21,8 +21,8 @@ from puffin.errors import UnsupportedTableError, UsageError
 from puffin.iceberg.deletes.merge import Positions, live_rows, merge_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_checked, check_where, matching_by_file
 
@@ -83,8 +83,8 @@ def delete_rows(
     a live row is refused before anything is written.
 
     Raises:
-        UnsupportedTableError: the table is not v3 (see :func:`upgrade_to_v3`), has equality
-            deletes or non-Parquet data files, or its catalog cannot take v3 commits.
+        UnsupportedTableError: the table is not v3 (see :func:`upgrade_to_v3`), has
+            non-Parquet data files, or its catalog cannot take v3 commits.
         ColumnNotFoundError: ``where`` names a column the table does not have.
         UsageError: ``where`` does not parse, or compares a column with a literal that is
             not a value of its type; or it matches every row and ``allow_all_rows`` is off.
@@ -149,8 +149,8 @@ def _commit_loop(
         snapshot = table.current_snapshot()
         if snapshot is None:
             return DeleteResult(0, (), None, table, number)
-        planned = plan_files(table, snapshot, prune)
-        index = DeleteIndex(table, snapshot)  # each delete file loaded once for the attempt
+        planned = plan_files(table, snapshot, prune, equality=True)
+        index = DeleteFilter(table, snapshot)  # each delete file loaded once for the attempt
         new = positions_for(table, planned)
         merged = merge_deletes(table, snapshot, planned, new, index=index)
         if not merged.positions:

@@ -3,7 +3,8 @@
 Iceberg v3 readers still apply Parquet position-delete files, but v3 writers may not add
 them and the spec wants one deletion vector per data file, so the upgrade converts them in
 the same commit that sets ``format-version`` 3, as a ``replace`` snapshot: the table never
-shows a state with both.
+shows a state with both. Equality delete files stay as they are (v3 keeps them; see
+:func:`~puffin.iceberg.convert_equality_deletes`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, main_branch_requirements, with_retries
+from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.snapshots import commit_snapshot
-from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.scan.plan import PlannedFile, plan_files
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
 
 __all__ = ["upgrade_to_v3"]
 
@@ -50,7 +53,8 @@ def upgrade_to_v3(
             return table
         snapshot = table.current_snapshot()
         upgrade = UpgradeFormatVersionUpdate.model_validate({"format-version": 3})
-        planned = plan_files(table, snapshot) if snapshot is not None else []
+        # Equality deletes stay as they are (v3 keeps them): the vectors hold positions only.
+        planned = [] if snapshot is None else _positional(table, snapshot)
         given = positions if number == 1 else None
         if snapshot is None:
             return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])
@@ -61,6 +65,7 @@ def upgrade_to_v3(
             _as_arrays(given) if given is not None else {},
             read_live=given is None,
             replace_position_deletes=True,
+            index=DeleteIndex(table, snapshot),
         )
         if not merged.superseded:
             return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])
@@ -89,3 +94,8 @@ def _as_arrays(given: Mapping[str, Any]) -> dict[str, Any]:
         path: (dv if isinstance(dv, DeletionVector) else DeletionVector(dv)).to_numpy()
         for path, dv in given.items()
     }
+
+
+def _positional(table: Table, snapshot: Snapshot) -> list[PlannedFile]:
+    """The snapshot's plan without the equality deletes of each file."""
+    return [p.positional() for p in plan_files(table, snapshot, equality=True)]

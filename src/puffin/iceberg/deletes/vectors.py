@@ -91,7 +91,8 @@ def write_table_deletion_vectors(
         raise ValueError("no deletion vectors to write")
     if validate:
         snapshot = table.current_snapshot()
-        check_positions(plan_files(table, snapshot) if snapshot is not None else [], dvs)
+        planned = [] if snapshot is None else plan_files(table, snapshot, equality=True)
+        check_positions(planned, dvs)
     if location is None:
         location = str(
             table.location_provider().new_data_location(f"{uuid.uuid4()}-deletes.puffin")
@@ -139,7 +140,7 @@ def deletion_vector_data_files(
     by_path: Mapping[str, DataFile] = data_files or {}
     snapshot = table.current_snapshot()
     if data_files is None and snapshot is not None:
-        by_path = {p.path: p.data_file for p in plan_files(table, snapshot)}
+        by_path = {p.path: p.data_file for p in plan_files(table, snapshot, equality=True)}
     out = []
     for e in entries:
         data = by_path.get(e.referenced_data_file)

@@ -1,12 +1,13 @@
 """Compacting a v3 table's data files: :func:`rewrite_data_files`.
 
-Data files that carry many deleted rows, and small files, are read (deletes applied, with
-each row's lineage as Iceberg Java reads it) and written again into files of the target
-size, one partition at a time; one ``replace`` snapshot swaps them in and drops the
-deletion vectors of the files it removed. Row lineage is kept: each row's ``_row_id`` and
-``_last_updated_sequence_number`` are written into the new files (field ids 2147483540 and
-2147483539), which every v3 reader prefers to the ids a new file would inherit, so Java
-reads the same ids before and after. (Java 1.10.2's ``rewrite_manifests`` renumbers them;
+Data files that carry many deleted rows, and small files, are read (deletes applied, equality
+deletes included, with each row's lineage as Iceberg Java reads it) and written again into files of
+the target size, one partition at a time; one ``replace`` snapshot swaps them in and drops the
+deletion vectors of the files it removed, and the equality delete files that no data file left is
+old enough for (Java leaves those to ``remove_dangling_deletes``). Row lineage is kept: each row's
+``_row_id`` and ``_last_updated_sequence_number`` are written into the new files (field ids
+2147483540 and 2147483539), which every v3 reader prefers to the ids a new file would inherit, so
+Java reads the same ids before and after. (Java 1.10.2's ``rewrite_manifests`` renumbers them;
 that is not copied.)
 
 Statistics: a ``replace`` changes no row, so exact NDV sketches carry over to the new
@@ -26,10 +27,15 @@ from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.rows import require_v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
+from puffin.iceberg.metadata.delete_files import (
+    DeleteIndex,
+    deletion_vector_refs,
+    live_delete_files,
+)
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
-from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
+from puffin.iceberg.scan.plan import PlannedFile, plan_files, planned_from_tasks
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.scan.rows import RowReader
 from puffin.iceberg.writes._streaming import FileTarget
@@ -73,6 +79,8 @@ class CompactResult:
     #: ``"carried"`` (unchanged rows: the parent's sketches), ``"exact"`` (computed again)
     statistics: str = "none"
     attempts: int = 1
+    #: equality delete files removed: none of the files left is theirs to delete from
+    removed_equality_deletes: int = 0
 
 
 @dataclass(frozen=True)
@@ -119,14 +127,15 @@ def rewrite_data_files(
         snapshot = table.current_snapshot()
         if snapshot is None:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        index = DeleteIndex(table, snapshot)
+        index = DeleteFilter(table, snapshot)
         choice = _choose(
             index, _planned(table, row_filter), min_deleted_fraction, min_input_files, target
         )
         if not choice.groups:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
         added = _write(table, snapshot, index, choice, target, written, progress)
-        return _commit(table, snapshot, choice, added, written, number)
+        dropped = _unapplied_equality_deletes(table, snapshot, choice)
+        return _commit(table, snapshot, choice, added, written, number, dropped)
 
     result = with_retries(table, attempt, max_attempts)
     if result.snapshot_id is None or statistics == "none":
@@ -158,8 +167,10 @@ def _commit(
     added: list[DataFile],
     written: list[str],
     number: int,
+    dropped: frozenset[tuple[str, None]] = frozenset(),
 ) -> CompactResult:
-    """One ``replace`` snapshot: the chosen files and their vectors out, ``added`` in."""
+    """One ``replace`` snapshot: the chosen files and their vectors out, ``added`` in, and
+    the ``dropped`` equality delete files out."""
     chosen = [p for files in choice.groups.values() for p in files]
     removed = {p.path for p in chosen}
     vectors = {
@@ -172,7 +183,7 @@ def _commit(
         written,
         added_data=added,
         removed_data=removed,
-        superseded=vectors,
+        superseded=vectors | dropped,
         operation="replace",
     )
     return CompactResult(
@@ -186,6 +197,7 @@ def _commit(
         sum(p.data_file.file_size_in_bytes for p in chosen),
         sum(int(f.file_size_in_bytes) for f in added),
         attempts=number,
+        removed_equality_deletes=len(dropped),
     )
 
 
@@ -204,7 +216,28 @@ def _planned(table: Table, row_filter: BooleanExpression | None) -> list[Planned
     from pyiceberg.expressions import AlwaysTrue
 
     scan = table.scan(row_filter=row_filter if row_filter is not None else AlwaysTrue())
-    return planned_from_tasks(scan)
+    return planned_from_tasks(scan, equality=True)
+
+
+def _unapplied_equality_deletes(
+    table: Table, snapshot: Snapshot, choice: _Choice
+) -> frozenset[tuple[str, None]]:
+    """The snapshot's equality delete files that apply to no data file left after the
+    rewrite (the new files, of a later sequence number, are not theirs to delete from):
+    Java's compaction leaves them for ``remove_dangling_deletes``; here they go with it."""
+    from pyiceberg.manifest import DataFileContent
+
+    every = [
+        key
+        for key, d in live_delete_files(table, snapshot).items()
+        if d.content == DataFileContent.EQUALITY_DELETES
+    ]
+    if not every:
+        return frozenset()
+    chosen = {p.path for files in choice.groups.values() for p in files}
+    kept = plan_files(table, snapshot, equality=True)  # all of it: ``where`` left files out
+    applying = {str(d.file_path) for p in kept if p.path not in chosen for d in p.equality_deletes}
+    return frozenset((path, None) for path, _ in every if path not in applying)
 
 
 def _choose(

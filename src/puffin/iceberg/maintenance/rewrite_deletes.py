@@ -6,7 +6,9 @@ of a snapshot sit in many files, each opened by every reader. As Iceberg Java's
 again, one vector per data file, into as few Puffin files as the size target allows, and
 commits one ``replace`` snapshot that swaps them for every live delete file: deletion vectors,
 Parquet position-delete files (turned into vectors), and vectors of data files that are no
-longer live (dropped). No data file changes and no row id changes; the replaced files stay
+longer live (dropped). Equality delete files are left as they are
+(:func:`~puffin.iceberg.convert_equality_deletes` turns them into vectors). No data file
+changes and no row id changes; the replaced files stay
 referenced by older snapshots until :func:`~puffin.iceberg.expire_snapshots` removes them.
 """
 
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["RewriteDeletesResult", "rewrite_deletion_vectors"]
+
+EQUALITY = 2  # DataFileContent.EQUALITY_DELETES: equality delete files are not rewritten here
 
 #: Java's table property and default for the size of a delete file (64 MB).
 TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -95,7 +99,7 @@ def rewrite_deletion_vectors(
         snapshot = table.current_snapshot()
         if snapshot is None:
             return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)
-        planned = plan_files(table, snapshot)
+        planned = plan_files(table, snapshot, equality=True)  # equality deletes stay as they are
         plan = _plan(table, snapshot, planned, target)
         before = len({key[0] for key in plan.live})
         deleted = sum(len(dv) for dv in plan.vectors.values())
@@ -147,7 +151,7 @@ def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: 
     vectors: dict[str, DeletionVector] = {}
     for p in planned:
         if p.delete_files:
-            found = live_positions(index, p)
+            found = live_positions(index, p, positions_only=True)
             if len(found):
                 vectors[p.path] = DeletionVector(found)
     groups: list[list[str]] = []
@@ -159,7 +163,7 @@ def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: 
             size = 0
         groups[-1].append(path)
         size += blob
-    live = live_delete_files(table, snapshot)
+    live = {k: d for k, d in live_delete_files(table, snapshot).items() if d.content != EQUALITY}
     used = {str(d.file_path) for p in planned for d in p.delete_files}
     dangling = sum(
         1

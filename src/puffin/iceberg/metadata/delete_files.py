@@ -178,6 +178,18 @@ class DeleteIndex:
             return parts[0]
         return np.unique(np.concatenate(parts))
 
+    def deleted_positions(self, planned: Any) -> npt.NDArray[np.int64] | None:
+        """The sorted deleted positions of ``planned`` (a ``PlannedFile``), None when none
+        are. This index reads position deletes only: an equality delete applying to the
+        file is refused here (``puffin.iceberg.scan.delete_filter.DeleteFilter`` applies
+        them), never passed over."""
+        if planned.equality_deletes:
+            raise UnsupportedTableError(
+                f"equality delete file {planned.equality_deletes[0].file_path} applies to "
+                f"{planned.path}, and this job does not apply equality deletes"
+            )
+        return self.positions(planned.path, planned.delete_files)
+
     def vectors(self, path: str) -> dict[str, DeletionVector]:
         """``{data file: DeletionVector}`` of the Puffin file ``path`` (not cached): the file
         opened once, each vector one ranged read (one GET on an object store)."""

@@ -56,6 +56,7 @@ from puffin.errors import UnsupportedTableError
 if TYPE_CHECKING:
     from pyiceberg.io import OutputFile
     from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
+    from pyiceberg.schema import Schema
     from pyiceberg.table import Table
     from pyiceberg.table.update import TableRequirement, TableUpdate
 
@@ -107,7 +108,7 @@ class DeleteManifestWriterV3(ManifestWriterV2):
     def new_writer(self) -> Any:
         from pyiceberg.manifest import ManifestEntry
 
-        schema = self._with_partition(V3)
+        schema = _equality_ids_as_int(self._with_partition(V3))
         # pyiceberg's writer maps records with the v2 struct; v3 records keep the DV fields
         # (with no record schema, the records are written by the file schema's own fields).
         return _Blocks[ManifestEntry](
@@ -116,6 +117,30 @@ class DeleteManifestWriterV3(ManifestWriterV2):
             schema_name="manifest_entry",
             metadata=self._meta,
         )
+
+
+def _equality_ids_as_int(schema: Schema) -> Schema:
+    """The manifest entry schema with ``equality_ids`` a list of ``int`` (field 136), as the
+    spec and Iceberg Java have it: pyiceberg 0.12 declares ``long``, and Java 1.10.2 then
+    fails to read the entry (``Long cannot be cast to Integer``). Avro encodes both alike,
+    so only the schema changes."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, ListType, NestedField, StructType
+
+    def data_file(field: NestedField) -> NestedField:
+        assert isinstance(field.field_type, StructType)
+        fields = [
+            f.model_copy(
+                update={"field_type": ListType(136, IntegerType(), element_required=True)}
+            )
+            if f.field_id == 135
+            else f
+            for f in field.field_type.fields
+        ]
+        return field.model_copy(update={"field_type": StructType(*fields)})
+
+    fields = [data_file(f) if f.name == "data_file" else f for f in schema.fields]
+    return Schema(*fields, schema_id=schema.schema_id)
 
 
 class _Blocks(AvroOutputFile[D]):

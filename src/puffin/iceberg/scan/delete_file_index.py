@@ -22,8 +22,8 @@ The result per data file is the set pyiceberg's index gives for position deletes
 (``tests/iceberg/scan/test_delete_file_index.py`` compares the two on every kind of table),
 and the spec's rules for every kind (the same file, against a model). Java also drops an
 equality delete file whose key bounds cannot overlap the data file's; this index keeps it
-(applying it then deletes nothing). Whoever reads the plan refuses equality deletes for now
-(``scan/plan.py``), as pyiceberg does.
+(applying it then deletes nothing). A plan carries them only for the jobs that apply them
+(``plan_files(..., equality=True)``); the others refuse them (``scan/plan.py``).
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ data's keys against the delete keys, each column made null-safe first: its nulls
 one value of its type beside a column saying which were null, so that a null meets only a
 null. Which delete files apply to which data file is the delete-file index's business
 (``scan/delete_file_index.py``); this module reads each delete file's keys once per scan
-(:class:`EqualityDeletes`) and matches the rows, for ``scan_table``'s row reader (the other
-jobs refuse equality deletes for now). ``tests/iceberg/scan/test_equality.py`` holds the
-matching to a model for integer, text, binary, fixed, date, timestamp, decimal and boolean
-keys, not yet for floating-point ones (NaN); nested key columns are refused.
+(:class:`EqualityDeletes`) and matches the rows, for ``scan_table``'s row reader and the jobs that
+work with positions (``scan/delete_filter.py``). ``tests/iceberg/scan/test_equality.py`` holds the
+matching to a model for integer, text, binary, fixed, date, timestamp, decimal and boolean keys, not
+yet for floating-point ones (NaN); nested key columns are refused.
 """
 
 from __future__ import annotations

@@ -49,16 +49,28 @@ class PlannedFile:
     def record_count(self) -> int:
         return int(self.data_file.record_count)
 
+    def positional(self) -> PlannedFile:
+        """This file with its position deletes only (what a job that converts or keeps the
+        equality deletes merges vectors with)."""
+        if not self.equality_deletes:
+            return self
+        return PlannedFile(self.data_file, self.delete_files)
+
 
 def plan_files(
-    table: Table, snapshot: Snapshot, row_filter: BooleanExpression | None = None
+    table: Table,
+    snapshot: Snapshot,
+    row_filter: BooleanExpression | None = None,
+    *,
+    equality: bool = False,
 ) -> list[PlannedFile]:
     """pyiceberg's plan of the snapshot: data files with the deletes that apply to each;
     with ``row_filter`` (unbound, as :func:`~puffin.iceberg.scan.row_filter.check_where`
     gives it), only the files whose partition and column metrics may hold a match."""
     if row_filter is None:
-        return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id))
-    return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id, row_filter=row_filter))
+        return planned_from_tasks(table.scan(snapshot_id=snapshot.snapshot_id), equality=equality)
+    scan = table.scan(snapshot_id=snapshot.snapshot_id, row_filter=row_filter)
+    return planned_from_tasks(scan, equality=equality)
 
 
 def planned_from_tasks(scan: DataScan, *, equality: bool = False) -> list[PlannedFile]:
@@ -70,11 +82,10 @@ def planned_from_tasks(scan: DataScan, *, equality: bool = False) -> list[Planne
         if "equality delete" in str(exc).lower():
             named = ", ".join(_equality_delete_files(scan)[:3]) or "(not found)"
             raise UnsupportedTableError(
-                f"the snapshot has equality delete files ({named}), which neither "
-                "pyiceberg nor this library applies yet; Iceberg Java's compaction applies "
-                "them (on Spark: CALL <catalog>.system.rewrite_data_files(table => '<table>', "
-                "options => map('delete-file-threshold', '1'))), after which the table reads "
-                "here"
+                f"the snapshot has equality delete files ({named}), which this job does not "
+                "apply yet; convert them to deletion vectors first (`puffin table "
+                "convert-equality-deletes TABLE`, puffin.iceberg.convert_equality_deletes; "
+                "a v2 table after `puffin table upgrade`)"
             ) from exc
         raise
     with gc_paused():  # a key per file, after a cold plan's millions of decoded objects

@@ -173,7 +173,7 @@ def _read_file(
         raise UnsupportedTableError(
             f"data file {planned.path} is {planned.data_file.file_format}; only Parquet is read"
         )
-    positions = deletes.positions(planned.path, planned.delete_files)
+    positions = deletes.deleted_positions(planned)
     with open_data_file(io, planned.path) as f:
         pf = pq.ParquetFile(f)  # the footer; the data is read through ColumnChunks
         meta = pf.metadata

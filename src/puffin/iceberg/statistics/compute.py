@@ -68,10 +68,10 @@ def sketch_files(
     bar: Progress,
 ) -> dict[Any, ThetaSketch]:
     """Each column's sketch: the NDV engine reads and hashes one planned file per part."""
-    from puffin.iceberg.metadata.delete_files import DeleteIndex
+    from puffin.iceberg.scan.delete_filter import DeleteFilter
     from puffin.ndv.engine import Batches, sketch_parts
 
-    deletes = DeleteIndex(table, snapshot)  # each delete file read once, for every part
+    deletes = DeleteFilter(table, snapshot)  # each delete file read once, for every part
 
     def part(f: Any) -> Batches:
         for b in read_columns(
@@ -119,7 +119,7 @@ def compute_table_statistics(
     Raises:
         SnapshotNotFoundError: no such snapshot, or the table is empty.
         ColumnNotFoundError: a named column is not in the snapshot's schema.
-        UnsupportedTableError: equality deletes, or data files that are not Parquet.
+        UnsupportedTableError: data files that are not Parquet.
         CommitConflictError: concurrent commits won ``max_attempts`` times (the file
             written is removed).
 
@@ -162,6 +162,6 @@ def plan_statistics(
         warnings.warn(note, SkippedColumnWarning, stacklevel=3)
     if not scan_columns:
         raise UsageError("no column to compute statistics for: " + "; ".join(notes))
-    return snapshot, scan_columns, plan_files(table, snapshot)
+    return snapshot, scan_columns, plan_files(table, snapshot, equality=True)
 
 

@@ -71,7 +71,7 @@ def update_table_statistics(
     schema = snapshot_schema(table, snapshot.schema_id)
     ids = [c.field_id for c in previous.columns]
     scan_columns, _ = resolve_columns(schema, ids, supported=sketchable)
-    planned = [p for p in plan_files(table, snapshot) if p.path in added]
+    planned = [p for p in plan_files(table, snapshot, equality=True) if p.path in added]
     total = sum(p.record_count for p in planned)
     with Progress(total, label="statistics ", enabled=progress) as bar:
         fresh = sketch_files(table, snapshot, planned, scan_columns, lg_k, bar) if planned else {}

@@ -1,7 +1,7 @@
-"""When a table needs maintenance: the warnings ``verify_table`` adds for a backlog of
-expired snapshots, deletion vectors spread over many Puffin files and data files with many
-deleted rows, each naming the command that helps. Read from metadata alone (manifests, no
-data or Puffin file is opened)."""
+"""When a table needs maintenance: the warnings ``verify_table`` adds for a backlog of expired
+snapshots, deletion vectors spread over many Puffin files, equality delete files and data files with
+many deleted rows, each naming the command that helps. Read from metadata alone (manifests, no data
+or Puffin file is opened)."""
 
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ def maintenance_hints(
     planned: Sequence[PlannedFile] | None = None,
     refs: Sequence[DeletionVectorRef] | None = None,
 ) -> list[tuple[str, str, str]]:
-    """Warnings ``(kind, location, message)``: ``expire-backlog``, ``spread-deletes`` and
-    ``deleted-rows`` (see module) for the current snapshot; ``planned`` and ``refs`` (its
-    deletion vectors) save reading them again."""
+    """Warnings ``(kind, location, message)``: ``expire-backlog``, ``spread-deletes``,
+    ``equality-deletes`` and ``deleted-rows`` (see module) for the current snapshot; ``planned`` and
+    ``refs`` (its deletion vectors) save reading them again."""
     found: list[tuple[str, str, str]] = []
     metadata = table.metadata
     location = metadata.location
@@ -72,10 +72,22 @@ def maintenance_hints(
                 "reader: `puffin table rewrite-deletes` (rewrite_deletion_vectors) gathers them",
             )
         )
+    planned = planned if planned is not None else plan_files(table, snapshot, equality=True)
+    equality = {str(d.file_path) for p in planned for d in p.equality_deletes}
+    if equality:
+        found.append(
+            (
+                "equality-deletes",
+                location,
+                f"{len(equality)} equality delete file(s) apply to live data files: every "
+                "reader matches their keys, and some engines refuse the table; `puffin table "
+                "convert-equality-deletes` (convert_equality_deletes) turns them into vectors",
+            )
+        )
     deleted = {r.referenced_data_file: r.record_count for r in refs}
     heavy = [
         p
-        for p in (planned if planned is not None else plan_files(table, snapshot))
+        for p in planned
         if p.record_count and deleted.get(p.path, 0) >= DELETED_FRACTION * p.record_count
     ]
     if heavy:

@@ -55,7 +55,7 @@ class TableProblem:
     # "statistics", "partition-statistics", "deletion-vector", "data-file", "table";
     # warnings (verify/folder.py): "orphan", "newer-metadata", "set-aside", "outside-table",
     # "stale-statistics"; when maintenance would help (verify/hints.py): "expire-backlog",
-    # "spread-deletes", "deleted-rows"
+    # "spread-deletes", "equality-deletes", "deleted-rows"
     kind: str
     path: str
     message: str
@@ -325,7 +325,7 @@ def _verify(table: Table, snapshot_id: int | None) -> VerifyReport:
     planned = refs = None
     if snapshot_id is not None or table.current_snapshot() is not None:
         snapshot = resolve_snapshot(table, snapshot_id)
-        planned = plan_files(table, snapshot)  # read once for every check
+        planned = plan_files(table, snapshot, equality=True)  # read once for every check
         refs = _check_deletion_vectors(table, snapshot, planned, report)
         _check_data_files(table, snapshot, planned, report)
         findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above

@@ -127,7 +127,8 @@ def _data_file(table: Table, path: str) -> DataFile | None:
 def _refuse_live(table: Table, keys: Sequence[str]) -> None:
     """Refuse files the current snapshot already has (their rows would count twice)."""
     snapshot = table.current_snapshot()
-    live = {location_key(p.path) for p in plan_files(table, snapshot)} if snapshot else set()
+    planned = plan_files(table, snapshot, equality=True) if snapshot else []
+    live = {location_key(p.path) for p in planned}
     again = sorted(set(keys) & live)
     if again:
         raise UsageError(

@@ -61,7 +61,7 @@ def overwrite(
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
         snapshot = current.current_snapshot()
-        planned = plan_files(current, snapshot) if snapshot is not None else []
+        planned = plan_files(current, snapshot, equality=True) if snapshot is not None else []
         new = matching_by_file(current, planned, bound)
         dv_files: list[DataFile] = []
         superseded: frozenset[Any] = frozenset()

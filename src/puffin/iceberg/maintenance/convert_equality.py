@@ -1,0 +1,124 @@
+"""Turning a v3 table's equality deletes into deletion vectors: :func:`convert_equality_deletes`.
+
+Streaming writers (Flink, Kafka Connect, Debezium sinks, iceberg-rust) delete by key: an
+equality delete file says "every row with ``id = 7`` written before me is gone", and every
+reader must then compare the keys of every older data file of its partition with every such
+file, at every read. Many engines refuse such tables. This job does the comparison once: for
+each live data file an equality delete applies to, the rows it removes
+(:class:`~puffin.iceberg.scan.delete_filter.DeleteFilter`: the file's key columns matched in
+Arrow) are merged with the file's deletion vector and position deletes into one vector
+(:func:`~puffin.iceberg.deletes.merge.merge_deletes`, the one merge), and one ``replace``
+snapshot adds those vectors and removes every equality delete file with the vectors they
+supersede. Every reader's rows stay the same and no row id changes. The commit is retried on
+the table as it is then if another writer committed meanwhile (an append or delete that
+landed keeps its effect: the conversion is done again over it). A v2 table is refused:
+:func:`~puffin.iceberg.upgrade_to_v3` first (position-delete files are not written here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from puffin.iceberg.deletes.merge import merge_deletes
+from puffin.iceberg.deletes.rows import require_v3
+from puffin.iceberg.deletes.vectors import write_vectors
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.delete_files import DeleteIndex, live_delete_files
+from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.delete_filter import DeleteFilter
+from puffin.iceberg.scan.plan import plan_files
+from puffin.support.progress import Progress
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
+
+    from puffin.iceberg.scan.plan import PlannedFile
+
+__all__ = ["ConvertResult", "convert_equality_deletes"]
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    """What :func:`convert_equality_deletes` did (``snapshot_id`` ``None``: no equality
+    delete file was live, nothing committed)."""
+
+    table: Table
+    snapshot_id: int | None
+    #: equality delete files removed (those that matched no row included)
+    equality_files: int
+    #: data files whose rows the equality deletes removed, each given one vector
+    data_files: int
+    #: rows the equality deletes removed that no other delete had: now in the vectors
+    converted_rows: int
+    attempts: int = 1
+
+
+def convert_equality_deletes(
+    table: Table, *, max_attempts: int = MAX_ATTEMPTS, progress: bool | None = False
+) -> ConvertResult:
+    """Replace the current snapshot's equality delete files by deletion vectors, in one
+    ``replace`` snapshot (see the module docstring). ``progress``: a bar over the rows of
+    the data files whose keys are read.
+
+    Example::
+
+        result = convert_equality_deletes(table)
+        print(result.equality_files, "equality delete files ->", result.data_files, "vectors")
+    """
+    require_v3(
+        table,
+        "convert_equality_deletes",
+        "the rows become deletion vectors; a v2 table would need position-delete files, "
+        "which are not written here",
+    )
+
+    def attempt(table: Table, number: int, written: list[str]) -> ConvertResult:
+        snapshot = table.current_snapshot()
+        live = {} if snapshot is None else live_delete_files(table, snapshot)
+        equality = {key for key, d in live.items() if d.content == _EQUALITY}
+        if snapshot is None or not equality:
+            return ConvertResult(table, None, 0, 0, 0, number)
+        planned = plan_files(table, snapshot, equality=True)
+        matched = _matched(DeleteFilter(table, snapshot), planned, progress)
+        # Merged with the position deletes only: the equality deletes are what is converted.
+        positional = [p.positional() for p in planned]
+        index = DeleteIndex(table, snapshot)
+        merged = merge_deletes(table, snapshot, positional, matched, index=index)
+        files: list[DataFile] = []
+        if merged.positions:
+            entries, files = write_vectors(table, positional, merged.positions)
+            written.append(str(entries[0].path))
+        committed, new = commit_snapshot(
+            table,
+            written,
+            deletes=files,
+            superseded=merged.superseded | equality,
+            operation="replace",
+        )
+        counts = (len(equality), len(merged.positions), merged.newly_deleted)
+        return ConvertResult(committed, new.snapshot_id, *counts, attempts=number)
+
+    return with_retries(table, attempt, max_attempts)
+
+
+_EQUALITY = 2  # DataFileContent.EQUALITY_DELETES
+
+
+def _matched(
+    deletes: DeleteFilter, planned: list[PlannedFile], progress: bool | None
+) -> dict[str, npt.NDArray[np.int64]]:
+    """``{data file: positions its equality deletes remove}``, files without a match out."""
+    touched = [p for p in planned if p.equality_deletes]
+    out: dict[str, npt.NDArray[np.int64]] = {}
+    total = sum(p.record_count for p in touched)
+    with Progress(total, label="convert ", enabled=progress) as bar:
+        for p in touched:
+            found = deletes.equality_positions(p)
+            if len(found):
+                out[p.path] = found
+            bar.update(p.record_count)
+    return out
