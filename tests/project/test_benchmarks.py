@@ -35,6 +35,7 @@ REPORTS = {
     "bench_commits.py": "rewrite_data_files + expire_snapshots:",
     "bench_container.py": "peak above baseline MiB",
     "bench_deletion_vector.py": "peak RSS of decode (fresh process):",
+    "bench_equality.py": "ours with equality deletes / after conversion:",
     "bench_iceberg.py": "puffin table stats compute --no-commit, fresh process",
     "bench_java.py": "| delete category = 0 | seconds |",
     "bench_maintenance.py": "expire_snapshots on 10 snapshots:",

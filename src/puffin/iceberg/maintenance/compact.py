@@ -4,7 +4,7 @@ Data files that carry many deleted rows, and small files, are read (deletes appl
 deletes included, with each row's lineage as Iceberg Java reads it) and written again into files of
 the target size, one partition at a time; one ``replace`` snapshot swaps them in and drops the
 deletion vectors of the files it removed, and the equality delete files that no data file left is
-old enough for (Java leaves those to ``remove_dangling_deletes``). Row lineage is kept: each row's
+old enough for (Java 1.10.2's compaction drops them too). Row lineage is kept: each row's
 ``_row_id`` and ``_last_updated_sequence_number`` are written into the new files (field ids
 2147483540 and 2147483539), which every v3 reader prefers to the ids a new file would inherit, so
 Java reads the same ids before and after. (Java 1.10.2's ``rewrite_manifests`` renumbers them;
@@ -223,8 +223,8 @@ def _unapplied_equality_deletes(
     table: Table, snapshot: Snapshot, choice: _Choice
 ) -> frozenset[tuple[str, None]]:
     """The snapshot's equality delete files that apply to no data file left after the
-    rewrite (the new files, of a later sequence number, are not theirs to delete from):
-    Java's compaction leaves them for ``remove_dangling_deletes``; here they go with it."""
+    rewrite (the new files, of a later sequence number, are not theirs to delete from), as
+    Java 1.10.2's compaction drops them."""
     from pyiceberg.manifest import DataFileContent
 
     every = [
