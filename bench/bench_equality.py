@@ -18,7 +18,8 @@ Java's ``rewrite_data_files`` (``delete-file-threshold`` 1, the way Java gets ri
 equality deletes) runs on another copy of the same state, in the warm session.
 
 Run (after ``make peers``, on an idle machine):
-``.venv/bin/python bench/bench_equality.py [--rows 10000000] [--commits 50] [--runs 3]``
+``.venv/bin/python bench/bench_equality.py [--rows 10000000] [--commits 50] [--runs 3]
+[--fraction 0.002] [--duckdb-cap 180]`` (``--fraction 0.02``: 10 million delete keys)
 (``--smoke``: 20,000 rows in 4 files, 5 commits, one run)
 """
 
@@ -69,7 +70,7 @@ print(json.dumps({"seconds": seconds, "peak_kib": peak(), "before_kib": before,
 """
 
 
-def upserts(table: Any, rows: int, commits: int, folder: Path) -> Any:
+def upserts(table: Any, rows: int, commits: int, folder: Path, fraction: float) -> Any:
     """``commits`` upserts on ``table``, each one commit of an equality delete file of ids
     and the new rows of those ids; the table as committed."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -81,7 +82,7 @@ def upserts(table: Any, rows: int, commits: int, folder: Path) -> Any:
     rng = np.random.default_rng(44)
     field = pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})
     for c in range(commits):
-        ids = np.sort(rng.choice(rows, size=max(1, int(rows * FRACTION)), replace=False))
+        ids = np.sort(rng.choice(rows, size=max(1, int(rows * fraction)), replace=False))
         path = folder / f"eq-{c}.parquet"
         pq.write_table(pa.table([pa.array(ids)], schema=pa.schema([field])), path)
         eq = DataFile.from_args(
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--commits", type=int, default=50)
+    parser.add_argument("--fraction", type=float, default=FRACTION,
+                        help="of the ids each upsert writes again (0.002)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--duckdb-cap", type=float, default=180.0, metavar="SECONDS",
                         help="stop a DuckDB read after this long (reported as '>')")
@@ -211,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         catalog, base, _ = make_base(folder, args.rows, args.files)
         start = time.perf_counter()
         table = upgrade_to_v3(catalog.register_table("bench.equality", base))
-        table = upserts(table, args.rows, args.commits, folder / "eq")
+        table = upserts(table, args.rows, args.commits, folder / "eq", args.fraction)
         built = time.perf_counter() - start
         state = table.metadata_location
         want_k = _model_k(table, args.rows)
@@ -260,10 +263,10 @@ def _report(
     convert: dict[str, Any],
     java_seconds: float,
 ) -> None:
-    keys = int(args.rows * FRACTION) * args.commits
+    keys = int(args.rows * args.fraction) * args.commits
     print(
         f"\n{args.rows:,} rows in {args.files} files, {args.commits} upserts of "
-        f"{FRACTION:.1%} of the ids ({keys:,} delete keys; built in {built:.0f} s); "
+        f"{args.fraction:.1%} of the ids ({keys:,} delete keys; built in {built:.0f} s); "
         f"medians of {args.runs} runs (seconds)"
     )
     print("| state | ours | DuckDB 1.4.4 | Java (warm) |")

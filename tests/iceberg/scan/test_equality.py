@@ -1,10 +1,13 @@
 """Equality-delete matching in Arrow against a model in plain Python: a row is deleted when
 its key values equal one delete row's, a null equal to a null, for one key column or several
-of every kind the spec's equality ids allow here."""
+of every kind the spec's equality ids allow here. Floating-point keys compare as Iceberg Java
+compares them (``Float.compareTo``, which its ``StructLikeSet`` uses): a NaN equals a NaN,
+``-0.0`` does not equal ``0.0``."""
 
 from __future__ import annotations
 
 import datetime
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -24,6 +27,8 @@ KINDS: dict[str, tuple[pa.DataType, Any]] = {
     "date": (pa.date32(), st.sampled_from([datetime.date(1970, 1, d) for d in (1, 2, 3)])),
     "decimal": (pa.decimal128(5, 2), st.sampled_from([Decimal("0.00"), Decimal("1.50")])),
     "bool": (pa.bool_(), st.booleans()),
+    "double": (pa.float64(), st.sampled_from([0.0, -0.0, 1.5, math.nan])),
+    "float": (pa.float32(), st.sampled_from([0.0, -0.0, 2.5, math.inf, math.nan])),
     "timestamp": (
         pa.timestamp("us"),
         st.sampled_from([datetime.datetime(1970, 1, 1), datetime.datetime(2024, 3, 1)]),
@@ -50,10 +55,21 @@ def cases(draw: Any) -> tuple[pa.Table, pa.Table]:
 @given(case=cases())
 def test_rows_equal_to_a_delete_row_are_deleted_nulls_equal(case: Any) -> None:
     rows, keys = case
-    deleted = set(zip(*(keys.column(n).to_pylist() for n in rows.column_names), strict=True))
-    data = zip(*(rows.column(n).to_pylist() for n in rows.column_names), strict=True)
-    expected = [row in deleted for row in data]  # Python's == : None equals None
+
+    def java(table: pa.Table) -> list[tuple[Any, ...]]:
+        columns = ([_java_key(v) for v in table.column(n).to_pylist()] for n in rows.column_names)
+        return list(zip(*columns, strict=True))
+
+    deleted = set(java(keys))
+    expected = [row in deleted for row in java(rows)]  # Python's == : None equals None
     assert deleted_by_keys(rows, keys).tolist() == expected
+
+
+def _java_key(value: Any) -> Any:
+    """A float as ``Float.compareTo`` tells floats apart: every NaN one value, the zeros two."""
+    if isinstance(value, float):
+        return ("nan",) if math.isnan(value) else (value, math.copysign(1.0, value))
+    return value
 
 
 def test_keys_of_a_narrower_type_are_widened_and_columns_matched_by_name() -> None:

@@ -103,3 +103,55 @@ def test_scan_applies_equality_deletes_as_the_model(tmp_path: Path) -> None:
     assert renamed.schema().find_field(2).name == "kk"
     assert _pairs(scan_table(renamed).to_arrow()) == sorted(model, key=repr)
     assert local_path(renamed.metadata_location)
+
+
+def test_a_key_nested_in_a_struct_is_matched_through_its_parent(tmp_path: Path) -> None:
+    """Keys ``(id, info.region)``, the delete file holding ``info`` with only ``region`` (as
+    Java's equality delete writer projects it); a null ``info`` makes its region null."""
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.schema import Schema
+    from pyiceberg.typedef import Record
+    from pyiceberg.types import IntegerType, LongType, NestedField, StringType, StructType
+
+    catalog = make_catalog(tmp_path)
+    info = StructType(
+        NestedField(3, "region", StringType(), required=False),
+        NestedField(4, "n", IntegerType(), required=False),
+    )
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "info", info, required=False),
+    )
+    table = catalog.create_table("db.nested", schema, properties={"format-version": "2"})
+    regions = ["eu", "us", None]
+    rows = [(i, None if i % 7 == 6 else {"region": regions[i % 3], "n": i}) for i in range(21)]
+    data = pa.table({"id": [r[0] for r in rows], "info": [r[1] for r in rows]},
+                    schema=table.schema().as_arrow())  # fmt: skip
+    table = append(table, data)
+
+    def fid(n: int) -> dict[bytes, bytes]:
+        return {b"PARQUET:field_id": str(n).encode()}
+
+    keys = [(0, "eu"), (1, "us"), (2, None), (6, None), (4, "zz")]
+    region = pa.field("region", pa.string(), metadata=fid(3))
+    arrow = pa.schema([pa.field("id", pa.int64(), False, metadata=fid(1)),
+                       pa.field("info", pa.struct([region]), metadata=fid(2))])  # fmt: skip
+    path = tmp_path / "nested-eq.parquet"
+    delete_rows = {"id": [k[0] for k in keys], "info": [{"region": k[1]} for k in keys]}
+    pq.write_table(pa.table(delete_rows, schema=arrow), path)
+    made = DataFile.from_args(
+        content=DataFileContent.EQUALITY_DELETES, file_path=f"file://{path}",
+        file_format=FileFormat.PARQUET, partition=Record(), record_count=len(keys),
+        file_size_in_bytes=path.stat().st_size, equality_ids=[1, 3],
+    )  # fmt: skip
+    made.spec_id = table.spec().spec_id
+    table = _commit_delete_snapshot(catalog, table, [made], format_version=2,
+                                    new_identifier="db.nested_e")  # fmt: skip
+
+    def region_of(row: Any) -> Any:
+        return None if row[1] is None else row[1]["region"]
+
+    model = sorted(r[0] for r in rows if (r[0], region_of(r)) not in set(keys))
+    assert model == [i for i in range(21) if i not in (0, 1, 2, 6)]  # id 6: a null info
+    got = scan_table(table).to_arrow()
+    assert sorted(got.column("id").to_pylist()) == model

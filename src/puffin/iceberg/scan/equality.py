@@ -12,8 +12,10 @@ index's business (``scan/delete_file_index.py``); this module reads each delete 
 once per job (:class:`EqualityDeletes`), joins the sets a large data file meets into one,
 and matches the rows, for ``scan_table``'s row reader and the jobs that work with positions
 (``scan/delete_filter.py``). ``tests/iceberg/scan/test_equality.py`` holds the matching to a
-model for integer, text, binary, fixed, date, timestamp, decimal and boolean keys, not yet
-for floating-point ones (NaN); nested key columns are refused.
+model for integer, text, binary, fixed, date, timestamp, decimal, boolean and floating-point
+keys, the last as Java compares them (``Float.compareTo``: a NaN equals a NaN, ``-0.0`` is not
+``0.0``, as Arrow's hashing has it too). A key nested in structs is read through its parents
+(``test_equality_scan.py``); one inside a list or a map, which the spec forbids, is refused.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ if TYPE_CHECKING:
 __all__ = ["EqualityDeletes", "FileKeys", "KeySet", "deleted_by_keys"]
 
 _POSITION = "__puffin_pos"
-#: Merged key sets an :class:`EqualityDeletes` keeps (each data file needs the union of the
-#: deletes that apply to it; files sorted by path meet few combinations in a row).
-KEPT_SETS = 8
+#: Keys the merged sets an :class:`EqualityDeletes` keeps may hold together, the latest set
+#: always kept (each large data file meets the union of the deletes that apply to it, and
+#: the files of one commit share theirs): 16 M keys, 128 MiB of integer keys.
+KEPT_KEYS = 1 << 24
 
 
 def deleted_by_keys(rows: pa.Table, keys: pa.Table) -> npt.NDArray[np.bool_]:
@@ -179,10 +182,9 @@ class EqualityDeletes:
 
     def __init__(self, table: Any, schemas: Any) -> None:
         self.table, self.schemas = table, schemas  # schemas: row_filter.FileSchemas
-        self._keys: dict[str, tuple[tuple[int, ...], pa.Table]] = {}
+        self._keys: dict[str, tuple[tuple[int, ...], KeySet]] = {}  # by delete file
         self._types: dict[int, pa.DataType] = {}
         self._sets: OrderedDict[tuple[tuple[int, ...], tuple[str, ...]], KeySet] = OrderedDict()
-        self._single: dict[str, KeySet] = {}
         self._lock = threading.Lock()
 
     def for_file(self, planned: Any, file_schema: Any) -> FileKeys | None:
@@ -207,20 +209,14 @@ class EqualityDeletes:
             else:
                 sets.extend((ids, p) for p in parts)
         columns = {
-            fid: _top_level(_name(file_schema, fid), fid, planned.path)
+            fid: _path(file_schema, fid, planned.path)
             for fid in sorted({fid for ids in by_ids for fid in ids})
         }
         return FileKeys(sets, columns, {fid: self._type(fid) for fid in columns})
 
     def _key_set(self, path: str) -> KeySet:
-        """The :class:`KeySet` of one delete file (already loaded), made once per job."""
-        with self._lock:
-            known = self._single.get(path)
-        if known is None:
-            known = KeySet(self._keys[path][1])
-            with self._lock:
-                self._single[path] = known
-        return known
+        """The :class:`KeySet` of one delete file (already loaded)."""
+        return self._keys[path][1]
 
     def _merged(self, ids: tuple[int, ...], paths: tuple[str, ...], parts: list[KeySet]) -> KeySet:
         """The union of ``parts`` (the sets of ``paths``), the last few unions kept."""
@@ -233,11 +229,13 @@ class EqualityDeletes:
         merged = KeySet.union(parts)
         with self._lock:
             self._sets[key] = merged
-            while len(self._sets) > KEPT_SETS:
+            while len(self._sets) > 1 and sum(k.rows for k in self._sets.values()) > KEPT_KEYS:
                 self._sets.popitem(last=False)
         return merged
 
-    def _load(self, delete_file: Any) -> tuple[tuple[int, ...], pa.Table]:
+    def _load(self, delete_file: Any) -> tuple[tuple[int, ...], KeySet]:
+        """The key columns and keys of ``delete_file``, read on first use (the rows are
+        held only as their :class:`KeySet`)."""
         from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, read_columns
 
         path = str(delete_file.file_path)
@@ -250,17 +248,17 @@ class EqualityDeletes:
         with open_data_file(self.table.io, path) as f:
             parquet = parquet_file(f, path)
             _, schema = self.schemas.of(parquet.schema_arrow)
-            names = [_top_level(_name(schema, fid), fid, path) for fid in ids]
-            if None in names:
-                lacking = [fid for fid, n in zip(ids, names, strict=True) if n is None]
+            paths = [_path(schema, fid, path) for fid in ids]
+            if None in paths:
+                lacking = [fid for fid, n in zip(ids, paths, strict=True) if n is None]
                 raise TableMetadataError(
                     f"equality delete file {path} has no column for its equality field ids "
                     f"{lacking}: its rows cannot say what they delete"
                 )
-            read = read_columns(parquet, [n for n in names if n is not None])
-        keys = _by_ids(read, ids, names, {fid: self._type(fid) for fid in ids})
-        self._keys[path] = (ids, keys)
-        return ids, keys
+            read = read_columns(parquet, sorted({n[0] for n in paths if n is not None}))
+        keys = _by_ids(read, ids, paths, {fid: self._type(fid) for fid in ids})
+        self._keys[path] = (ids, KeySet(keys))
+        return self._keys[path]
 
     def _type(self, fid: int) -> pa.DataType:
         """The Arrow type of field ``fid`` in the table's schema, worked out once per scan."""
@@ -279,11 +277,12 @@ class FileKeys:
     def __init__(
         self,
         sets: list[tuple[tuple[int, ...], KeySet]],
-        columns: dict[int, str | None],
+        columns: dict[int, tuple[str, ...] | None],
         types: dict[int, pa.DataType],
     ) -> None:
         self.sets, self.by_id, self.types = sets, columns, types
-        self.columns = sorted({n for n in columns.values() if n is not None})
+        #: the top-level columns to read (a struct whole, for a key nested in it)
+        self.columns = sorted({n[0] for n in columns.values() if n is not None})
 
     def deleted(self, batch: pa.RecordBatch) -> npt.NDArray[np.bool_]:
         """Which rows of ``batch`` (read with :attr:`columns`) any of the deletes removes."""
@@ -297,32 +296,58 @@ class FileKeys:
 
 
 def _by_ids(
-    data: Any, ids: tuple[int, ...], names: list[str | None], types: dict[int, pa.DataType]
+    data: Any,
+    ids: tuple[int, ...],
+    paths: list[tuple[str, ...] | None],
+    types: dict[int, pa.DataType],
 ) -> pa.Table:
-    """``data``'s columns ``names`` as a table named by field id, of the table's types (a
-    column the file lacks is all null, as the spec reads it)."""
+    """``data``'s columns at ``paths`` (a struct's field through its parents) as a table named
+    by field id, of the table's types (a column the file lacks is all null, as the spec
+    reads it; so is a nested one whose parent struct is null)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    columns = [
-        pa.nulls(data.num_rows, types[fid]) if name is None else data.column(name).cast(types[fid])
-        for fid, name in zip(ids, names, strict=True)
-    ]
+    columns = []
+    for fid, path in zip(ids, paths, strict=True):
+        if path is None:
+            columns.append(pa.nulls(data.num_rows, types[fid]))
+            continue
+        column = data.column(path[0])
+        for name in path[1:]:
+            column = pc.struct_field(column, name)
+        columns.append(column.cast(types[fid]))
     return pa.table(columns, names=[str(fid) for fid in ids])
 
 
-def _name(schema: Any, fid: int) -> str | None:
-    """The column of field ``fid`` in a file's schema; None when the file lacks it."""
-    try:
-        name = schema.find_column_name(fid)
-    except ValueError:
+def _path(schema: Any, fid: int, where: str) -> tuple[str, ...] | None:
+    """The names leading to field ``fid`` through a file's structs (pyiceberg's schema of
+    the file); None when the file lacks it. A field inside a list or a map cannot be an
+    equality key (the spec), and is refused."""
+    from pyiceberg.types import StructType
+
+    def walk(fields: Any, prefix: tuple[str, ...]) -> tuple[str, ...] | None:
+        for f in fields:
+            here = (*prefix, f.name)
+            if f.field_id == fid:
+                return here
+            if isinstance(f.field_type, StructType):
+                found = walk(f.field_type.fields, here)
+                if found is not None:
+                    return found
         return None
-    return None if name is None else str(name)
 
-
-def _top_level(name: str | None, fid: int, path: str) -> str | None:
-    if name is not None and "." in name:
+    found = walk(schema.fields, ())
+    if found is None and _has_field(schema, fid):
         raise UnsupportedTableError(
-            f"{path}: equality field {fid} ({name}) is nested; only top-level equality "
-            "columns are applied yet"
+            f"{where}: equality field {fid} lies inside a list or a map, which the spec does "
+            "not allow as an equality key"
         )
-    return name
+    return found
+
+
+def _has_field(schema: Any, fid: int) -> bool:
+    try:
+        schema.find_field(fid)
+    except ValueError:
+        return False
+    return True
