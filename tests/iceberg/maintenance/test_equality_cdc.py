@@ -286,3 +286,30 @@ def rows_of(table: Any) -> list[Row]:
     got = scan_table(table).to_arrow()
     columns = (got.column(c).to_pylist() for c in ("id", "p", "tag"))
     return sorted(zip(*columns, strict=True), key=repr)
+
+
+def test_commits_landing_during_the_conversion_keep_their_effect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the keys are matched, another writer deletes a row (with a vector on a file the
+    conversion gives a vector too) and appends rows: the conversion's commit loses the race,
+    starts again on the table as it then is, and every effect is kept."""
+    from puffin.iceberg.maintenance import convert_equality as convert
+
+    catalog = make_catalog(tmp_path)
+    table = append(upgrade_to_v3(catalog.create_table("db.t", _schema())),
+                   _arrow([(1, 0, 0), (2, 0, 1), (3, 0, 2), (None, 0, 3)]))  # fmt: skip
+    table = _commit(table, [_equality_file(table, tmp_path, ("id",), [(2,)], None)], [])
+    real, raced = convert._matched, []
+
+    def racing(*args: Any) -> Any:
+        if not raced:  # another writer, between the plan and the commit
+            raced.append(delete_rows(catalog.load_table("db.t"), "tag = 2").snapshot_id)
+            append(catalog.load_table("db.t"), _arrow([(2, 0, 9)]))
+        return real(*args)
+
+    monkeypatch.setattr(convert, "_matched", racing)
+    result = convert_equality_deletes(table)
+    assert result.attempts == 2 and raced[0] is not None
+    assert rows_of(result.table) == [(1, 0, 0), (2, 0, 9), (None, 0, 3)]
+    assert not _equality_files(result.table)

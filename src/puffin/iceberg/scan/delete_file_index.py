@@ -82,6 +82,8 @@ class DeleteFileIndex:
         self._by_partition: dict[tuple[int, tuple[Any, ...]], _BySequence] = {}
         self._equality_global = _BySequence()
         self._equality: dict[tuple[int, tuple[Any, ...]], _BySequence] = {}
+        #: each equality delete file's data sequence number, by path
+        self.equality_sequences: dict[str, int] = {}
         self._wide = False  # any delete file found by partition, or global
 
     def is_empty(self) -> bool:
@@ -101,6 +103,7 @@ class DeleteFileIndex:
         sequence = _sequence(entry)
         if delete_file.content == DataFileContent.EQUALITY_DELETES:
             self._wide = True
+            self.equality_sequences[str(delete_file.file_path)] = sequence
             if (delete_file.spec_id or 0) in self._unpartitioned:
                 self._equality_global.add(sequence, delete_file, None)
             else:

@@ -35,6 +35,14 @@ if TYPE_CHECKING:
 __all__ = ["EqualityDeletes", "FileKeys", "KeySet", "deleted_by_keys"]
 
 _POSITION = "__puffin_pos"
+#: How many times a data file's lookups (rows times the deletes it meets) must outnumber
+#: their keys for the keys to be merged into one set: sorting a key costs several lookups.
+#: On the 10 M-row CDC benchmark (50 upserts, each file of one meeting every later delete),
+#: merging for those files too made the scan 2.2x the converted table's.
+MERGE_FROM = 8
+#: Integer keys are also held as a table of flags when they span at most this many times
+#: their number of values (one byte a value).
+DENSE_SPAN = 32
 #: Keys the merged sets an :class:`EqualityDeletes` keeps may hold together, the latest set
 #: always kept (each large data file meets the union of the deletes that apply to it, and
 #: the files of one commit share theirs): 16 M keys, 128 MiB of integer keys.
@@ -66,6 +74,7 @@ class KeySet:
 
         self.names, self.rows = list(keys.column_names), keys.num_rows
         self.sorted: npt.NDArray[Any] | None = None
+        self.dense: npt.NDArray[np.bool_] | None = None
         self.values: pa.Array | None = None
         self.table: pa.Table | None = None
         if len(self.names) > 1:
@@ -77,6 +86,7 @@ class KeySet:
         present = column.drop_null().unique()
         if pa.types.is_integer(column.type):
             self.sorted = np.sort(present.to_numpy())
+            self.dense = _dense(self.sorted)
         else:
             self.values = present
 
@@ -90,11 +100,12 @@ class KeySet:
         merged = cls.__new__(cls)
         first = parts[0]
         merged.names, merged.rows = first.names, sum(p.rows for p in parts)
-        merged.sorted = merged.values = merged.table = None
+        merged.sorted = merged.values = merged.table = merged.dense = None
         merged.has_null = any(getattr(p, "has_null", False) for p in parts)
         if first.sorted is not None:
             runs = [p.sorted for p in parts if p.sorted is not None]
             merged.sorted = np.sort(np.concatenate(runs), kind="stable")
+            merged.dense = _dense(merged.sorted)
         elif first.values is not None:
             merged.values = pa.concat_arrays([p.values for p in parts if p.values is not None])
             merged.values = merged.values.unique()
@@ -121,12 +132,47 @@ class KeySet:
             hit = np.zeros(rows.num_rows, dtype=bool)
         else:
             values = (pc.fill_null(column, 0) if nulls else column).to_numpy()
-            at = np.minimum(np.searchsorted(self.sorted, values), len(self.sorted) - 1)
-            hit = self.sorted[at] == values
+            hit = self._integer_hits(values)
         if nulls:
             is_null = pc.is_null(column).to_numpy(zero_copy_only=False)
             hit = np.where(is_null, self.has_null, hit)
         return hit
+
+
+    def _integer_hits(self, values: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
+        """Which ``values`` are keys: one read of the dense table when there is one (a
+        random read per value, where a binary search makes twenty), else a binary search."""
+        import numpy as np
+
+        assert self.sorted is not None
+        if self.dense is None:
+            at = np.minimum(np.searchsorted(self.sorted, values), len(self.sorted) - 1)
+            hit: npt.NDArray[np.bool_] = self.sorted[at] == values
+            return hit
+        low, high = self.sorted[0], self.sorted[-1]
+        inside = (values >= low) & (values <= high)
+        # Outside the keys' range an offset may wrap around; ``inside`` discards it.
+        with np.errstate(over="ignore"):
+            offsets = values.astype(np.int64, copy=False) - np.int64(low)
+        found: npt.NDArray[np.bool_] = self.dense[np.clip(offsets, 0, len(self.dense) - 1)]
+        both: npt.NDArray[np.bool_] = inside & found
+        return both
+
+
+def _dense(ordered: npt.NDArray[Any]) -> npt.NDArray[np.bool_] | None:
+    """A table of one flag per value from the smallest key to the largest, when that span
+    is at most :data:`DENSE_SPAN` times the keys (and 64 Mi slots): on the CDC benchmark
+    1 M keys among 10 M ids were matched 3.6x faster than by binary search."""
+    import numpy as np
+
+    if not len(ordered):
+        return None
+    span = int(ordered[-1]) - int(ordered[0]) + 1
+    if span > min(DENSE_SPAN * len(ordered), 1 << 26):
+        return None
+    table = np.zeros(span, dtype=bool)
+    table[ordered.astype(np.int64) - np.int64(ordered[0])] = True
+    return table
 
 
 def _joined(rows: pa.Table, right: pa.Table, names: list[str]) -> npt.NDArray[np.bool_]:
@@ -186,26 +232,36 @@ class EqualityDeletes:
         self._types: dict[int, pa.DataType] = {}
         self._sets: OrderedDict[tuple[tuple[int, ...], tuple[str, ...]], KeySet] = OrderedDict()
         self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+        self._sequence: dict[str, int] = {}  # each delete file's data sequence number
+        self._by_scope: dict[tuple[tuple[int, ...], Any], Any] = {}  # NewestKeys
+        self._unpartitioned: frozenset[int] | None = None
 
     def for_file(self, planned: Any, file_schema: Any) -> FileKeys | None:
         """What matching ``planned``'s rows needs (None when no equality delete applies):
         ``file_schema`` is pyiceberg's schema of the data file, by field id.
 
-        A data file whose rows, times the deletes it meets, outnumber their keys is matched
-        against their union (built once for the data files that share those deletes); a
-        smaller one against each delete's own set, so that a small file does not pay for
-        merging more keys than it has lookups to make."""
+        A data file whose rows, times the deletes it meets, outnumber their keys
+        :data:`MERGE_FROM` times is matched against their union (built once for the data
+        files that share those deletes); a smaller one against each delete's own set, so
+        that a small file does not pay for sorting more keys than it has lookups to make."""
         if not planned.equality_deletes:
             return None
-        by_ids: dict[tuple[int, ...], list[str]] = {}
+        by_ids: dict[tuple[int, ...], list[Any]] = {}
         for d in planned.equality_deletes:
-            ids, _ = self._load(d)
-            by_ids.setdefault(ids, []).append(str(d.file_path))
-        sets: list[tuple[tuple[int, ...], KeySet]] = []
-        for ids, paths in by_ids.items():
-            parts = [self._key_set(p) for p in sorted(paths)]
-            if len(parts) > 1 and planned.record_count * len(parts) >= sum(p.rows for p in parts):
-                sets.append((ids, self._merged(ids, tuple(sorted(paths)), parts)))
+            ids, _ = self.load(d)
+            by_ids.setdefault(ids, []).append(d)
+        sets: list[tuple[tuple[int, ...], Any]] = []
+        for ids, deletes in by_ids.items():
+            newest = self._newest(planned, ids, deletes)
+            if newest is not None:
+                sets.extend((ids, n) for n in newest)
+                continue
+            paths = sorted(str(d.file_path) for d in deletes)
+            parts = [self._key_set(p) for p in paths]
+            lookups = planned.record_count * len(parts)
+            if len(parts) > 1 and lookups >= MERGE_FROM * sum(p.rows for p in parts):
+                sets.append((ids, self._merged(ids, tuple(paths), parts)))
             else:
                 sets.extend((ids, p) for p in parts)
         columns = {
@@ -213,6 +269,57 @@ class EqualityDeletes:
             for fid in sorted({fid for ids in by_ids for fid in ids})
         }
         return FileKeys(sets, columns, {fid: self._type(fid) for fid in columns})
+
+    def _newest(self, planned: Any, ids: tuple[int, ...], deletes: list[Any]) -> list[Any] | None:
+        """Matchers of ``planned``'s rows by the newest delete holding each key
+        (:mod:`~puffin.iceberg.scan.newest_keys`), one per scope of ``deletes``; None when
+        that does not apply (keys not integers, or the plan did not read the sequence
+        numbers)."""
+        from puffin.iceberg.scan.newest_keys import AtSequence
+
+        sequences = planned.equality_sequences
+        if planned.data_sequence is None or len(ids) != 1:
+            return None
+        paths = [str(d.file_path) for d in deletes]
+        if any(p not in sequences or self._key_set(p).sorted is None for p in paths):
+            return None
+        scopes: dict[Any, set[str]] = {}
+        for d, path in zip(deletes, paths, strict=True):
+            self._sequence[path] = sequences[path]
+            scopes.setdefault(self._scope(d), set()).add(path)
+        return [
+            AtSequence(self._newest_keys(ids, scope, found), planned.data_sequence)
+            for scope, found in scopes.items()
+        ]
+
+    def _scope(self, delete_file: Any) -> Any:
+        """Where an equality delete applies: every partition (a delete of an unpartitioned
+        spec), or its own."""
+        from puffin.iceberg.scan.delete_file_index import partition_key
+
+        if self._unpartitioned is None:
+            specs = self.table.metadata.partition_specs
+            self._unpartitioned = frozenset(s.spec_id for s in specs if s.is_unpartitioned())
+        if (delete_file.spec_id or 0) in self._unpartitioned:
+            return "global"
+        return partition_key(delete_file)
+
+    def _newest_keys(self, ids: tuple[int, ...], scope: Any, paths: set[str]) -> Any:
+        """The scope's :class:`NewestKeys`, built again with ``paths`` when it lacks some."""
+        from puffin.iceberg.scan.newest_keys import NewestKeys
+
+        with self._build_lock:  # files read in parallel wait for one build, not make their own
+            known = self._by_scope.get((ids, scope))
+            if known is not None and paths <= known.paths:
+                return known
+            every = frozenset(paths | (known.paths if known is not None else set()))
+            parts = []
+            for p in sorted(every):
+                keys = self._key_set(p)
+                assert keys.sorted is not None
+                parts.append((self._sequence[p], keys.sorted, keys.has_null))
+            built = self._by_scope[(ids, scope)] = NewestKeys(parts, every)
+            return built
 
     def _key_set(self, path: str) -> KeySet:
         """The :class:`KeySet` of one delete file (already loaded)."""
@@ -233,7 +340,7 @@ class EqualityDeletes:
                 self._sets.popitem(last=False)
         return merged
 
-    def _load(self, delete_file: Any) -> tuple[tuple[int, ...], KeySet]:
+    def load(self, delete_file: Any) -> tuple[tuple[int, ...], KeySet]:
         """The key columns and keys of ``delete_file``, read on first use (the rows are
         held only as their :class:`KeySet`)."""
         from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, read_columns
@@ -276,7 +383,7 @@ class FileKeys:
 
     def __init__(
         self,
-        sets: list[tuple[tuple[int, ...], KeySet]],
+        sets: list[tuple[tuple[int, ...], Any]],
         columns: dict[int, tuple[str, ...] | None],
         types: dict[int, pa.DataType],
     ) -> None:

@@ -40,6 +40,10 @@ class PlannedFile:
     data_file: DataFile
     delete_files: list[DataFile] = field(default_factory=list)
     equality_deletes: list[DataFile] = field(default_factory=list)
+    #: the data file's data sequence number and its equality deletes', where the plan read
+    #: them (a catalog's plan does not say): matching keys by the newest delete that holds them
+    data_sequence: int | None = None
+    equality_sequences: dict[str, int] = field(default_factory=dict)
 
     @property
     def path(self) -> str:
@@ -216,7 +220,11 @@ def _planned(
             # Only the scan applies them yet: refused as pyiceberg refuses them (its words),
             # but only where one applies to a file of the plan.
             raise ValueError("PyIceberg does not yet support equality deletes")
-        planned.append(PlannedFile(entry.data_file, positions, equalities))
+        numbers = index.equality_sequences
+        sequences = {_path(d): numbers[_path(d)] for d in equalities}
+        planned.append(
+            PlannedFile(entry.data_file, positions, equalities, _data_sequence(entry), sequences)
+        )
     return planned
 
 
@@ -274,3 +282,8 @@ def keep_mask(
     mask = np.ones(count, dtype=bool)
     mask[positions[lo:hi] - start] = False
     return mask
+
+
+def _data_sequence(entry: Any) -> int:
+    """A data entry's data sequence number (0 for files of v1 tables, as the index reads it)."""
+    return int(entry.sequence_number or 0)
