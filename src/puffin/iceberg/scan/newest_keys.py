@@ -29,8 +29,10 @@ DENSE_SPAN = 32
 
 
 class NewestKeys:
-    """Integer keys (sorted, unique) and, for each, the newest sequence number of a delete
-    holding it; ``null_newest``: that of a null key (-1: no delete holds a null)."""
+    """Integer keys and, for each, the newest sequence number of a delete holding it: a
+    table by offset from the smallest key (:attr:`dense`) when the keys are dense, else the
+    keys sorted and unique beside their numbers; ``null_newest``: that of a null key (-1: no
+    delete holds a null)."""
 
     def __init__(self, parts: list[tuple[int, npt.NDArray[Any], bool]], paths: frozenset[str]):
         """``parts``: (sequence number, sorted keys, holds a null) of each delete file of
@@ -38,15 +40,22 @@ class NewestKeys:
         import numpy as np
 
         self.paths = paths
-        keys = np.concatenate([k for _, k, _ in parts])
-        sequences = np.concatenate([np.full(len(k), s, dtype=np.int64) for s, k, _ in parts])
+        self.null_newest = max((s for s, _, null in parts if null), default=-1)
+        filled = [(s, k) for s, k, _ in parts if len(k)]
+        self.low = min((int(k[0]) for _, k in filled), default=0)
+        self.high = max((int(k[-1]) for _, k in filled), default=-1)
+        self.dense = _dense(filled, self.low, self.high)
+        self.keys: npt.NDArray[Any] = np.empty(0, dtype=np.int64)
+        self.newest: npt.NDArray[Any] = np.empty(0, dtype=np.int64)
+        if self.dense is not None or not filled:
+            return
+        keys = np.concatenate([k for _, k in filled])
+        sequences = np.concatenate([np.full(len(k), s, dtype=np.int64) for s, k in filled])
         order = np.lexsort((sequences, keys))  # by key, then by sequence number
         keys, sequences = keys[order], sequences[order]
         last = np.ones(len(keys), dtype=bool)  # the last of each key: its newest delete
         last[:-1] = keys[1:] != keys[:-1]
         self.keys, self.newest = keys[last], sequences[last]
-        self.null_newest = max((s for s, _, null in parts if null), default=-1)
-        self.dense = _dense(self.keys, self.newest)
 
     def deleted(self, column: pa.Array, sequence: int) -> npt.NDArray[np.bool_]:
         """Which values of ``column`` (the key, of the data file of ``sequence``) a delete
@@ -56,15 +65,14 @@ class NewestKeys:
 
         nulls = column.null_count
         values = (pc.fill_null(column, 0) if nulls else column).to_numpy()
-        if not len(self.keys):
-            hit = np.zeros(len(values), dtype=bool)
-        elif self.dense is not None:
-            low, high = self.keys[0], self.keys[-1]
-            inside = (values >= low) & (values <= high)
+        if self.dense is not None:
+            inside = (values >= self.low) & (values <= self.high)
             with np.errstate(over="ignore"):  # a wrapped offset lies outside: ``inside``
-                offsets = values.astype(np.int64, copy=False) - np.int64(low)
+                offsets = values.astype(np.int64, copy=False) - np.int64(self.low)
             at = np.clip(offsets, 0, len(self.dense) - 1)
             hit = inside & (self.dense[at] > sequence)
+        elif not len(self.keys):
+            hit = np.zeros(len(values), dtype=bool)
         else:
             at = np.minimum(np.searchsorted(self.keys, values), len(self.keys) - 1)
             hit = (self.keys[at] == values) & (self.newest[at] > sequence)
@@ -86,16 +94,19 @@ class AtSequence:
         return self.keys.deleted(rows.column(0), self.sequence)
 
 
-def _dense(keys: npt.NDArray[Any], newest: npt.NDArray[Any]) -> npt.NDArray[Any] | None:
-    """The newest sequence number by key offset (0: no delete, as numbers start at 1),
-    when the keys are dense enough and the numbers fit in 32 bits."""
+def _dense(parts: list[tuple[int, npt.NDArray[Any]]], low: int, high: int) -> Any:
+    """The newest sequence number by key offset from ``low`` (0: no delete, as numbers start
+    at 1), written delete by delete from the oldest so that the newest stays; None when the
+    keys are too sparse or the numbers do not fit in 32 bits. Built without a sorted union
+    of the keys: with 10 M keys that union and its sort order took most of the memory."""
     import numpy as np
 
-    if not len(keys) or int(newest.max()) >= 2**31 or int(newest.min()) < 1:
+    if not parts or max(s for s, _ in parts) >= 2**31 or min(s for s, _ in parts) < 1:
         return None
-    span = int(keys[-1]) - int(keys[0]) + 1
-    if span > min(DENSE_SPAN * len(keys), 1 << 26):
+    span = high - low + 1
+    if span > min(DENSE_SPAN * sum(len(k) for _, k in parts), 1 << 26):
         return None
     table = np.zeros(span, dtype=np.int32)
-    table[keys.astype(np.int64) - np.int64(keys[0])] = newest
+    for sequence, keys in sorted(parts, key=lambda p: p[0]):
+        table[keys.astype(np.int64, copy=False) - np.int64(low)] = sequence
     return table
