@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from puffin.iceberg.scan.equality import deleted_by_keys
+from puffin.iceberg.scan.key_sets import deleted_by_keys
 
 KINDS: dict[str, tuple[pa.DataType, Any]] = {
     # The extremes: keys among them are found by binary search, small keys by the dense
