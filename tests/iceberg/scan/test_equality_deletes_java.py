@@ -207,3 +207,18 @@ def test_after_javas_compaction_scan_table_reads_the_models_rows(
     # Java 1.10.2's compaction also drops the delete file: no data file older than it is left.
     assert not any(e.data_file.content == 2 for e in live)
     assert _pairs(scan_table(rewritten).to_arrow()) == model
+
+
+def test_iceberg_rust_reads_the_models_rows_before_and_after_conversion(
+    cdc: Any, tmp_path: Path
+) -> None:
+    """iceberg-rust (``pyiceberg-core``'s DataFusion table) applies Java's equality deletes,
+    and reads our conversion of them, as the model says."""
+    from peers.iceberg_rust import read_iceberg_rust
+    from puffin.iceberg import convert_equality_deletes, upgrade_to_v3
+
+    table, _, model = cdc
+    assert _pairs(read_iceberg_rust(local_path(table.metadata_location) or "")) == model
+    converted = convert_equality_deletes(upgrade_to_v3(_copy(cdc, tmp_path / "copy"))).table
+    after = read_iceberg_rust(local_path(converted.metadata_location) or "")
+    assert _pairs(after) == model
