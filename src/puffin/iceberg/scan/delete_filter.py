@@ -68,7 +68,8 @@ class DeleteFilter(DeleteIndex):
 
     def equality_positions(self, planned: PlannedFile) -> npt.NDArray[np.int64]:
         """The sorted positions of ``planned`` its equality deletes remove (remembered for
-        the job: compaction asks once to choose and the reader again)."""
+        the job: ``delete_rows`` asks for a file to merge its vector and again to count the
+        live rows)."""
         with self._match_lock:
             known = self._matched.get(planned.path)
         if known is None:
