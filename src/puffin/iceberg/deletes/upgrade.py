@@ -16,7 +16,6 @@ from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, main_branch_requirements, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import PlannedFile, plan_files
 
@@ -65,7 +64,6 @@ def upgrade_to_v3(
             _as_arrays(given) if given is not None else {},
             read_live=given is None,
             replace_position_deletes=True,
-            index=DeleteIndex(table, snapshot),
         )
         if not merged.superseded:
             return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])

@@ -30,6 +30,7 @@ from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import (
     DeleteIndex,
     deletion_vector_refs,
+    is_equality_delete,
     live_delete_files,
 )
 from puffin.iceberg.metadata.snapshots import commit_snapshot
@@ -128,13 +129,13 @@ def rewrite_data_files(
         if snapshot is None:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
         index = DeleteFilter(table, snapshot)
-        choice = _choose(
-            index, _planned(table, row_filter), min_deleted_fraction, min_input_files, target
-        )
+        planned = _planned(table, row_filter)
+        choice = _choose(index, planned, min_deleted_fraction, min_input_files, target)
         if not choice.groups:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
         added = _write(table, snapshot, index, choice, target, written, progress)
-        dropped = _unapplied_equality_deletes(table, snapshot, choice)
+        whole = planned if row_filter is None else None  # ``where`` left files out of it
+        dropped = _unapplied_equality_deletes(table, snapshot, choice, whole)
         return _commit(table, snapshot, choice, added, written, number, dropped)
 
     result = with_retries(table, attempt, max_attempts)
@@ -220,22 +221,16 @@ def _planned(table: Table, row_filter: BooleanExpression | None) -> list[Planned
 
 
 def _unapplied_equality_deletes(
-    table: Table, snapshot: Snapshot, choice: _Choice
+    table: Table, snapshot: Snapshot, choice: _Choice, planned: list[PlannedFile] | None
 ) -> frozenset[tuple[str, None]]:
     """The snapshot's equality delete files that apply to no data file left after the
     rewrite (the new files, of a later sequence number, are not theirs to delete from), as
-    Java 1.10.2's compaction drops them."""
-    from pyiceberg.manifest import DataFileContent
-
-    every = [
-        key
-        for key, d in live_delete_files(table, snapshot).items()
-        if d.content == DataFileContent.EQUALITY_DELETES
-    ]
+    Java 1.10.2's compaction drops them. ``planned``: the snapshot's whole plan, if made."""
+    every = [key for key, d in live_delete_files(table, snapshot).items() if is_equality_delete(d)]
     if not every:
         return frozenset()
     chosen = {p.path for files in choice.groups.values() for p in files}
-    kept = plan_files(table, snapshot, equality=True)  # all of it: ``where`` left files out
+    kept = planned if planned is not None else plan_files(table, snapshot, equality=True)
     applying = {str(d.file_path) for p in kept if p.path not in chosen for d in p.equality_deletes}
     return frozenset((path, None) for path, _ in every if path not in applying)
 

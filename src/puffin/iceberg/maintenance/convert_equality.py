@@ -24,7 +24,7 @@ from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.rows import require_v3
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex, live_delete_files
+from puffin.iceberg.metadata.delete_files import is_equality_delete, live_delete_files
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.plan import plan_files
@@ -79,15 +79,15 @@ def convert_equality_deletes(
     def attempt(table: Table, number: int, written: list[str]) -> ConvertResult:
         snapshot = table.current_snapshot()
         live = {} if snapshot is None else live_delete_files(table, snapshot)
-        equality = {key for key, d in live.items() if d.content == _EQUALITY}
+        equality = {key for key, d in live.items() if is_equality_delete(d)}
         if snapshot is None or not equality:
             return ConvertResult(table, None, 0, 0, 0, number)
         planned = plan_files(table, snapshot, equality=True)
-        matched = _matched(DeleteFilter(table, snapshot), planned, progress)
+        deletes = DeleteFilter(table, snapshot)
+        matched = _matched(deletes, planned, progress)
         # Merged with the position deletes only: the equality deletes are what is converted.
         positional = [p.positional() for p in planned]
-        index = DeleteIndex(table, snapshot)
-        merged = merge_deletes(table, snapshot, positional, matched, index=index)
+        merged = merge_deletes(table, snapshot, positional, matched, index=deletes)
         files: list[DataFile] = []
         if merged.positions:
             entries, files = write_vectors(table, positional, merged.positions)
@@ -104,8 +104,6 @@ def convert_equality_deletes(
 
     return with_retries(table, attempt, max_attempts)
 
-
-_EQUALITY = 2  # DataFileContent.EQUALITY_DELETES
 
 
 def _matched(

@@ -22,7 +22,11 @@ from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.rows import require_v3
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex, live_delete_files
+from puffin.iceberg.metadata.delete_files import (
+    DeleteIndex,
+    is_equality_delete,
+    live_delete_files,
+)
 from puffin.iceberg.metadata.manifests import DeleteFileKey
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
@@ -36,8 +40,6 @@ if TYPE_CHECKING:
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["RewriteDeletesResult", "rewrite_deletion_vectors"]
-
-EQUALITY = 2  # DataFileContent.EQUALITY_DELETES: equality delete files are not rewritten here
 
 #: Java's table property and default for the size of a delete file (64 MB).
 TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -163,7 +165,9 @@ def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: 
             size = 0
         groups[-1].append(path)
         size += blob
-    live = {k: d for k, d in live_delete_files(table, snapshot).items() if d.content != EQUALITY}
+    live = {
+        k: d for k, d in live_delete_files(table, snapshot).items() if not is_equality_delete(d)
+    }
     used = {str(d.file_path) for p in planned for d in p.delete_files}
     dangling = sum(
         1

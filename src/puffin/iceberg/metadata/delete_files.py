@@ -39,6 +39,7 @@ __all__ = [
     "DeleteIndex",
     "DeletionVectorRef",
     "deletion_vector_refs",
+    "is_equality_delete",
     "live_delete_files",
     "read_vector",
     "vector_ref",
@@ -94,6 +95,13 @@ def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list
             seen[ref.referenced_data_file] = ref
             out.append(ref)
     return out
+
+
+def is_equality_delete(delete_file: DataFile) -> bool:
+    """Whether ``delete_file`` is an equality delete file (not positions, not a vector)."""
+    from pyiceberg.manifest import DataFileContent
+
+    return bool(delete_file.content == DataFileContent.EQUALITY_DELETES)
 
 
 def live_delete_files(table: Table, snapshot: Snapshot) -> dict[DeleteFileKey, DataFile]:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.types import IcebergType
 
-__all__ = ["to_iceberg_arrow"]
+__all__ = ["nested_column", "to_iceberg_arrow"]
 
 
 def to_iceberg_arrow(
@@ -62,3 +62,14 @@ def to_iceberg_arrow(
         # Older writers (INT96, millisecond files) store other units; truncate like Java.
         return array.cast(target, safe=False)
     return array.cast(target)
+
+
+def nested_column(data: Any, names: tuple[str, ...]) -> Any:
+    """The column of ``data`` (a record batch or table) at ``names``: a top-level column,
+    then a field of each struct in turn (null where a parent struct is null)."""
+    import pyarrow.compute as pc
+
+    column = data.column(names[0])
+    for name in names[1:]:
+        column = pc.struct_field(column, name)
+    return column

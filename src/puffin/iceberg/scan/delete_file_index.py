@@ -37,7 +37,7 @@ from puffin.iceberg.metadata.manifests import REFERENCED_DATA_FILE
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile, ManifestEntry
 
-__all__ = ["DeleteFileIndex", "partition_key"]
+__all__ = ["DeleteFileIndex", "data_sequence", "partition_key"]
 
 #: The ``file_path`` column of a position-delete file (its bounds name the data files).
 PATH_FIELD_ID = 2147483546
@@ -100,7 +100,7 @@ class DeleteFileIndex:
         from pyiceberg.manifest import DataFileContent
 
         delete_file = entry.data_file
-        sequence = _sequence(entry)
+        sequence = data_sequence(entry)
         if delete_file.content == DataFileContent.EQUALITY_DELETES:
             self._wide = True
             self.equality_sequences[str(delete_file.file_path)] = sequence
@@ -127,11 +127,11 @@ class DeleteFileIndex:
         if not self._wide:  # only vectors (v3): most files of a plan have none
             if by_path is None:
                 return set()
-            return {d for _, d, _ in by_path.at_or_after(_sequence(entry))}
+            return {d for _, d, _ in by_path.at_or_after(data_sequence(entry))}
         key = partition_key(data_file)
         in_partition = self._by_partition.get(key)
         equality = self._equality.get(key)
-        sequence = _sequence(entry)
+        sequence = data_sequence(entry)
         found: set[DataFile] = set()
         if in_partition:
             for _, delete_file, bounds in in_partition.at_or_after(sequence):
@@ -147,7 +147,8 @@ class DeleteFileIndex:
         return found
 
 
-def _sequence(entry: ManifestEntry) -> int:
+def data_sequence(entry: ManifestEntry) -> int:
+    """An entry's data sequence number (a v1 file's: the initial one)."""
     return int(entry.sequence_number or INITIAL_SEQUENCE_NUMBER)
 
 

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import TableMetadataError, UnsupportedTableError
+from puffin.iceberg.scan.arrow import nested_column
 from puffin.iceberg.scan.key_sets import KeySet
 
 if TYPE_CHECKING:
@@ -115,10 +116,10 @@ class EqualityDeletes:
         """Where an equality delete applies: every partition (a delete of an unpartitioned
         spec), or its own."""
         from puffin.iceberg.scan.delete_file_index import partition_key
+        from puffin.iceberg.scan.plan import unpartitioned_specs
 
         if self._unpartitioned is None:
-            specs = self.table.metadata.partition_specs
-            self._unpartitioned = frozenset(s.spec_id for s in specs if s.is_unpartitioned())
+            self._unpartitioned = unpartitioned_specs(self.table.metadata)
         if (delete_file.spec_id or 0) in self._unpartitioned:
             return "global"
         return partition_key(delete_file)
@@ -233,17 +234,13 @@ def _by_ids(
     by field id, of the table's types (a column the file lacks is all null, as the spec
     reads it; so is a nested one whose parent struct is null)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    columns = []
-    for fid, path in zip(ids, paths, strict=True):
-        if path is None:
-            columns.append(pa.nulls(data.num_rows, types[fid]))
-            continue
-        column = data.column(path[0])
-        for name in path[1:]:
-            column = pc.struct_field(column, name)
-        columns.append(column.cast(types[fid]))
+    columns = [
+        pa.nulls(data.num_rows, types[fid])
+        if path is None
+        else nested_column(data, path).cast(types[fid])
+        for fid, path in zip(ids, paths, strict=True)
+    ]
     return pa.table(columns, names=[str(fid) for fid in ids])
 
 

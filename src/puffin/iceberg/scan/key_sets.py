@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
 
-__all__ = ["KeySet", "deleted_by_keys"]
+__all__ = ["KeySet", "deleted_by_keys", "dense_enough", "dense_slots"]
 
 _POSITION = "__puffin_pos"
 #: Integer keys are also held as a table of flags when they span at most this many times
@@ -130,14 +130,27 @@ class KeySet:
             at = np.minimum(np.searchsorted(self.sorted, values), len(self.sorted) - 1)
             hit: npt.NDArray[np.bool_] = self.sorted[at] == values
             return hit
-        low, high = self.sorted[0], self.sorted[-1]
-        inside = (values >= low) & (values <= high)
-        # Outside the keys' range an offset may wrap around; ``inside`` discards it.
-        with np.errstate(over="ignore"):
-            offsets = values.astype(np.int64, copy=False) - np.int64(low)
-        found: npt.NDArray[np.bool_] = self.dense[np.clip(offsets, 0, len(self.dense) - 1)]
-        both: npt.NDArray[np.bool_] = inside & found
+        inside, at = dense_slots(values, self.sorted[0], self.sorted[-1], len(self.dense))
+        both: npt.NDArray[np.bool_] = inside & self.dense[at]
         return both
+
+
+def dense_enough(span: int, keys: int) -> bool:
+    """Whether ``keys`` integer keys spanning ``span`` values are kept as a table by offset:
+    at most :data:`DENSE_SPAN` values a key, and 64 Mi values."""
+    return span <= min(DENSE_SPAN * keys, 1 << 26)
+
+
+def dense_slots(values: Any, low: Any, high: Any, size: int) -> tuple[Any, Any]:
+    """For a table by offset from ``low`` (the smallest key; ``high`` the largest) of
+    ``size`` slots: which ``values`` lie in the keys' range, and each one's slot (clipped:
+    outside the range an offset may wrap around, and ``inside`` discards it)."""
+    import numpy as np
+
+    inside = (values >= low) & (values <= high)
+    with np.errstate(over="ignore"):
+        offsets = values.astype(np.int64, copy=False) - np.int64(low)
+    return inside, np.clip(offsets, 0, size - 1)
 
 
 def _dense(ordered: npt.NDArray[Any]) -> npt.NDArray[np.bool_] | None:
@@ -149,7 +162,7 @@ def _dense(ordered: npt.NDArray[Any]) -> npt.NDArray[np.bool_] | None:
     if not len(ordered):
         return None
     span = int(ordered[-1]) - int(ordered[0]) + 1
-    if span > min(DENSE_SPAN * len(ordered), 1 << 26):
+    if not dense_enough(span, len(ordered)):
         return None
     table = np.zeros(span, dtype=bool)
     table[ordered.astype(np.int64) - np.int64(ordered[0])] = True

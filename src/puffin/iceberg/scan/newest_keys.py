@@ -16,16 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from puffin.iceberg.scan.key_sets import dense_enough, dense_slots
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pyarrow as pa
 
 __all__ = ["AtSequence", "NewestKeys"]
-
-#: A table of one number per value from the smallest key to the largest is kept when that
-#: span is at most this many times the keys (and 64 Mi values, 4 bytes each).
-DENSE_SPAN = 32
 
 
 class NewestKeys:
@@ -66,10 +64,7 @@ class NewestKeys:
         nulls = column.null_count
         values = (pc.fill_null(column, 0) if nulls else column).to_numpy()
         if self.dense is not None:
-            inside = (values >= self.low) & (values <= self.high)
-            with np.errstate(over="ignore"):  # a wrapped offset lies outside: ``inside``
-                offsets = values.astype(np.int64, copy=False) - np.int64(self.low)
-            at = np.clip(offsets, 0, len(self.dense) - 1)
+            inside, at = dense_slots(values, self.low, self.high, len(self.dense))
             hit = inside & (self.dense[at] > sequence)
         elif not len(self.keys):
             hit = np.zeros(len(values), dtype=bool)
@@ -104,7 +99,7 @@ def _dense(parts: list[tuple[int, npt.NDArray[Any]]], low: int, high: int) -> An
     if not parts or max(s for s, _ in parts) >= 2**31 or min(s for s, _ in parts) < 1:
         return None
     span = high - low + 1
-    if span > min(DENSE_SPAN * sum(len(k) for _, k in parts), 1 << 26):
+    if not dense_enough(span, sum(len(k) for _, k in parts)):
         return None
     table = np.zeros(span, dtype=np.int32)
     for sequence, keys in sorted(parts, key=lambda p: p[0]):

@@ -193,7 +193,7 @@ def _planned(
     :class:`PlannedFile` has none.)"""
     from pyiceberg.manifest import DataFileContent
 
-    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex
+    from puffin.iceberg.scan.delete_file_index import DeleteFileIndex, data_sequence
 
     data_entries = []
     index = DeleteFileIndex(unpartitioned)
@@ -223,17 +223,17 @@ def _planned(
         numbers = index.equality_sequences
         sequences = {_path(d): numbers[_path(d)] for d in equalities}
         planned.append(
-            PlannedFile(entry.data_file, positions, equalities, _data_sequence(entry), sequences)
+            PlannedFile(entry.data_file, positions, equalities, data_sequence(entry), sequences)
         )
     return planned
 
 
 def _by_kind(delete_files: Iterable[DataFile]) -> tuple[list[DataFile], list[DataFile]]:
     """(position deletes and vectors, equality deletes) of ``delete_files``, each by path."""
-    from pyiceberg.manifest import DataFileContent
+    from puffin.iceberg.metadata.delete_files import is_equality_delete
 
     ordered = sorted(delete_files, key=_path)
-    equality = [d.content == DataFileContent.EQUALITY_DELETES for d in ordered]
+    equality = [is_equality_delete(d) for d in ordered]
     return (
         [d for d, e in zip(ordered, equality, strict=True) if not e],
         [d for d, e in zip(ordered, equality, strict=True) if e],
@@ -283,7 +283,3 @@ def keep_mask(
     mask[positions[lo:hi] - start] = False
     return mask
 
-
-def _data_sequence(entry: Any) -> int:
-    """A data entry's data sequence number (0 for files of v1 tables, as the index reads it)."""
-    return int(entry.sequence_number or 0)

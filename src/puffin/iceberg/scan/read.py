@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from puffin.errors import UnsupportedTableError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
-from puffin.iceberg.scan.arrow import to_iceberg_arrow
+from puffin.iceberg.scan.arrow import nested_column, to_iceberg_arrow
 from puffin.iceberg.scan.columns import ScanColumn
 from puffin.iceberg.scan.parquet_files import open_data_file
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
@@ -112,15 +112,6 @@ def _walk_fields(
 
     walk(arrow_schema, (), mapping)
     return out
-
-
-def _extract(batch: pa.RecordBatch, names: tuple[str, ...]) -> pa.Array:
-    import pyarrow.compute as pc
-
-    column = batch.column(names[0])
-    for name in names[1:]:
-        column = pc.struct_field(column, name)
-    return column
 
 
 def _dictionary_tops(
@@ -236,7 +227,7 @@ class _FileReader:
                 names = self.present.get(c.field_id)
                 if names is not None:
                     out[c.field_id] = to_iceberg_arrow(
-                        _extract(batch, names), c.iceberg_type, distinct_ok=self.distinct_ok
+                        nested_column(batch, names), c.iceberg_type, distinct_ok=self.distinct_ok
                     )
             yield Batch(self.path, count if counted else 0, batch.num_rows, out)
 

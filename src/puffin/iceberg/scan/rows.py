@@ -175,6 +175,7 @@ class RowReader:
         in the scan's shape; None if there are none."""
         import numpy as np
         import pyarrow as pa
+
         count = batch.num_rows
         pos = np.arange(offset, offset + count, dtype=np.int64) if self.lineage else None
         mask = keep_mask(positions, offset, count)
