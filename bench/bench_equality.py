@@ -73,9 +73,7 @@ print(json.dumps({"seconds": seconds, "peak_kib": peak(), "before_kib": before,
 def upserts(table: Any, rows: int, commits: int, folder: Path, fraction: float) -> Any:
     """``commits`` upserts on ``table``, each one commit of an equality delete file of ids
     and the new rows of those ids; the table as committed."""
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.typedef import Record
-
+    from iceberg_fixtures import equality_delete_file
     from puffin.iceberg.metadata.snapshots import commit_snapshot
     from puffin.iceberg.writes.append import write_data_files
 
@@ -83,19 +81,8 @@ def upserts(table: Any, rows: int, commits: int, folder: Path, fraction: float) 
     field = pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})
     for c in range(commits):
         ids = np.sort(rng.choice(rows, size=max(1, int(rows * fraction)), replace=False))
-        path = folder / f"eq-{c}.parquet"
-        pq.write_table(pa.table([pa.array(ids)], schema=pa.schema([field])), path)
-        eq = DataFile.from_args(
-            _table_format_version=3,
-            content=DataFileContent.EQUALITY_DELETES,
-            file_path=f"file://{path}",
-            file_format=FileFormat.PARQUET,
-            partition=Record(),
-            record_count=len(ids),
-            file_size_in_bytes=path.stat().st_size,
-            equality_ids=[1],
-        )
-        eq.spec_id = table.spec().spec_id
+        keys = pa.table([pa.array(ids)], schema=pa.schema([field]))
+        eq = equality_delete_file(table, folder / f"eq-{c}.parquet", keys, [1])
         new = _batch(0, len(ids), rng).set_column(0, "id", pa.array(ids))
         data = write_data_files(table, new)
         table, _ = commit_snapshot(table, [], deletes=[eq], added_data=data, operation="overwrite")

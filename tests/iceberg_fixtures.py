@@ -22,6 +22,8 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.manifest import (
     MANIFEST_LIST_FILE_SCHEMAS,
     DataFile,
+    DataFileContent,
+    FileFormat,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
@@ -299,3 +301,27 @@ def copy_warehouse(source: Path, target: Path, identifier: str = "db.t") -> Tabl
                 (str(source), str(target)),
             )
     return local_catalog(target).load_table(identifier)
+
+
+def equality_delete_file(
+    table: Table, path: Path, keys: Any, equality_ids: Sequence[int], partition: Any = None
+) -> DataFile:
+    """An equality delete file of ``keys`` (an Arrow table whose fields carry their Parquet
+    field ids) written to ``path``, as the ``DataFile`` a delete manifest lists, in
+    ``partition`` (a value tuple; none: unpartitioned) of the table's current spec."""
+    import pyarrow.parquet as pq
+    from pyiceberg.typedef import Record
+
+    pq.write_table(keys, path)
+    made = DataFile.from_args(
+        _table_format_version=table.format_version,
+        content=DataFileContent.EQUALITY_DELETES,
+        file_path=f"file://{path}",
+        file_format=FileFormat.PARQUET,
+        partition=Record() if partition is None else Record(*partition),
+        record_count=keys.num_rows,
+        file_size_in_bytes=path.stat().st_size,
+        equality_ids=list(equality_ids),
+    )
+    made.spec_id = table.spec().spec_id
+    return made

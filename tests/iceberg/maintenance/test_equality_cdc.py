@@ -29,11 +29,10 @@ pytest.importorskip("pyiceberg")
 pytest.importorskip("hypothesis")
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from iceberg_fixtures import make_catalog
+from iceberg_fixtures import equality_delete_file, make_catalog
 from puffin.iceberg import (
     append,
     compute_table_statistics,
@@ -107,24 +106,11 @@ def _arrow(rows: list[Row]) -> pa.Table:
 def _equality_file(table: Any, folder: Path, columns: tuple[str, ...], keys: list[Any],
                    p: int | None) -> Any:  # fmt: skip
     """An equality delete file of ``keys`` on ``columns``, in partition ``p`` (or none)."""
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.typedef import Record
-
     schema = pa.schema([_ARROW.field(c) for c in columns])
     path = folder / f"eq-{len(list(folder.iterdir()))}.parquet"
-    pq.write_table(pa.table([list(c) for c in zip(*keys, strict=True)], schema=schema), path)
-    made = DataFile.from_args(
-        _table_format_version=3,
-        content=DataFileContent.EQUALITY_DELETES,
-        file_path=f"file://{path}",
-        file_format=FileFormat.PARQUET,
-        partition=Record() if p is None else Record(p),
-        record_count=len(keys),
-        file_size_in_bytes=path.stat().st_size,
-        equality_ids=[_schema().find_field(c).field_id for c in columns],
-    )
-    made.spec_id = table.spec().spec_id
-    return made
+    rows = pa.table([list(c) for c in zip(*keys, strict=True)], schema=schema)
+    ids = [_schema().find_field(c).field_id for c in columns]
+    return equality_delete_file(table, path, rows, ids, None if p is None else (p,))
 
 
 def _commit(table: Any, deletes: list[Any], data: list[Any]) -> Any:

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("pyiceberg")
 
-from iceberg_fixtures import _commit_delete_snapshot, make_catalog
+from iceberg_fixtures import _commit_delete_snapshot, equality_delete_file, make_catalog
 from puffin.iceberg import append, scan_table
 from puffin.io.locations import local_path
 
@@ -34,9 +33,6 @@ def _arrow(rows: list[Row]) -> pa.Table:
 
 def _equality_delete(table: Any, folder: Path, name: str, keys: dict[str, list[Any]]) -> Any:
     """An equality delete file of ``keys`` (column name: values), written with field ids."""
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.typedef import Record
-
     schema = table.schema()
     fields = [schema.find_field(c) for c in keys]
     arrow = pa.schema(
@@ -46,19 +42,9 @@ def _equality_delete(table: Any, folder: Path, name: str, keys: dict[str, list[A
             for f in fields
         ]
     )  # fmt: skip
-    path = folder / f"{name}.parquet"
-    pq.write_table(pa.table(list(keys.values()), schema=arrow), path)
-    made = DataFile.from_args(
-        content=DataFileContent.EQUALITY_DELETES,
-        file_path=f"file://{path}",
-        file_format=FileFormat.PARQUET,
-        partition=Record(),
-        record_count=len(next(iter(keys.values()))),
-        file_size_in_bytes=path.stat().st_size,
-        equality_ids=[f.field_id for f in fields],
-    )
-    made.spec_id = table.spec().spec_id
-    return made
+    rows = pa.table(list(keys.values()), schema=arrow)
+    ids = [f.field_id for f in fields]
+    return equality_delete_file(table, folder / f"{name}.parquet", rows, ids)
 
 
 def _pairs(scanned: pa.Table) -> list[Row]:
@@ -108,9 +94,7 @@ def test_scan_applies_equality_deletes_as_the_model(tmp_path: Path) -> None:
 def test_a_key_nested_in_a_struct_is_matched_through_its_parent(tmp_path: Path) -> None:
     """Keys ``(id, info.region)``, the delete file holding ``info`` with only ``region`` (as
     Java's equality delete writer projects it); a null ``info`` makes its region null."""
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.schema import Schema
-    from pyiceberg.typedef import Record
     from pyiceberg.types import IntegerType, LongType, NestedField, StringType, StructType
 
     catalog = make_catalog(tmp_path)
@@ -136,15 +120,9 @@ def test_a_key_nested_in_a_struct_is_matched_through_its_parent(tmp_path: Path) 
     region = pa.field("region", pa.string(), metadata=fid(3))
     arrow = pa.schema([pa.field("id", pa.int64(), False, metadata=fid(1)),
                        pa.field("info", pa.struct([region]), metadata=fid(2))])  # fmt: skip
-    path = tmp_path / "nested-eq.parquet"
     delete_rows = {"id": [k[0] for k in keys], "info": [{"region": k[1]} for k in keys]}
-    pq.write_table(pa.table(delete_rows, schema=arrow), path)
-    made = DataFile.from_args(
-        content=DataFileContent.EQUALITY_DELETES, file_path=f"file://{path}",
-        file_format=FileFormat.PARQUET, partition=Record(), record_count=len(keys),
-        file_size_in_bytes=path.stat().st_size, equality_ids=[1, 3],
-    )  # fmt: skip
-    made.spec_id = table.spec().spec_id
+    path = tmp_path / "nested-eq.parquet"
+    made = equality_delete_file(table, path, pa.table(delete_rows, schema=arrow), [1, 3])
     table = _commit_delete_snapshot(catalog, table, [made], format_version=2,
                                     new_identifier="db.nested_e")  # fmt: skip
 
