@@ -258,10 +258,11 @@ def run() -> None:
                 # threads would still take the signal), and the interpreter keeps it.
                 signal.signal(sig, signal.SIG_IGN)
             break
-        except KeyboardInterrupt:
-            if status is None:
-                committed, _ = last_commit()
-                status = EXIT_COMMITTED_INTERRUPTED if committed else EXIT_INTERRUPTED
+        except KeyboardInterrupt as caught:
+            if status is None:  # before main() guarded the command: while parsers load
+                committed, snapshot_id = last_commit()
+                error = InterruptedAfterCommit(snapshot_id, None) if committed else caught
+                status = _report(error, None, debug=False, mode="auto")
     raise SystemExit(status)
 
 
