@@ -47,18 +47,32 @@ def _key(delete_file: Any) -> tuple[str, str | None]:
     return str(delete_file.file_path), delete_file[REFERENCED_DATA_FILE] if v3 else None
 
 
+def _open_manifest_v3(
+    io: Any, manifest: Any, partition_filter: Any, metrics_evaluator: Any
+) -> list[Any]:
+    """pyiceberg's ``_open_manifest`` reading with the v3 schema (pyiceberg 0.12's own drops
+    ``referenced_data_file``, and would take every vector for a partition-wide delete)."""
+    from puffin.iceberg.metadata.manifests import read_manifest_entries
+
+    return [
+        e for e in read_manifest_entries(io, manifest)
+        if partition_filter(e.data_file) and metrics_evaluator(e.data_file)
+    ]  # fmt: skip
+
+
 def pyiceberg_plan(table: Any) -> dict[str, list[tuple[str, str | None]]]:
     """pyiceberg's own planner: each data file's Parquet position-delete files."""
+    from unittest import mock
+
     from pyiceberg.table import ManifestGroupPlanner
 
-    from puffin.iceberg.scan import plan
-
     scan = table.scan()
-    planner = plan._cached_planner()(
+    planner = ManifestGroupPlanner(
         table_metadata=scan.table_metadata, io=scan.io, row_filter=scan.row_filter,
         case_sensitive=True, options=scan.options,
     )  # fmt: skip
-    tasks = ManifestGroupPlanner.plan_files(planner, table.current_snapshot().manifests(table.io))
+    with mock.patch("pyiceberg.table._open_manifest", _open_manifest_v3):
+        tasks = list(planner.plan_files(table.current_snapshot().manifests(table.io)))
     return {
         str(t.file.file_path): sorted(_key(d) for d in t.delete_files if _key(d)[1] is None)
         for t in tasks

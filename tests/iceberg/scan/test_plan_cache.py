@@ -218,13 +218,37 @@ def test_the_cache_keeps_to_its_limit(
     for manifest in listed:
         read_manifest_entries(table.io, manifest, cached=True)
     assert manifests._cached_bytes <= budget
-    assert sum(size for _, _, size in manifests._CACHE.values()) == manifests._cached_bytes
+    assert sum(record.size for record in manifests._CACHE.values()) == manifests._cached_bytes
     assert len(manifests._CACHE) < len(listed)  # some were dropped
     kept = list(manifests._CACHE)
     assert kept and kept[-1][0] == str(listed[-1].manifest_path)  # the latest stays
     decoded = len(reads)
     read_manifest_entries(table.io, listed[0], cached=True)  # evicted: decoded again
     assert len(reads) == decoded + 1
+
+
+def test_a_view_is_built_once_per_cached_manifest(tmp_path: Path, reads: list[str]) -> None:
+    """``cached_view`` builds a manifest's view once and keeps it with the entries; inside
+    ``read_from_disk`` it is built from the file every time; it goes with its manifest."""
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=400, files=4)
+    manifest = table.current_snapshot().manifests(table.io)[0]
+    built: list[int] = []
+
+    def count(live: list[Any]) -> list[str]:
+        built.append(len(live))
+        return sorted(str(e.data_file.file_path) for e in live)
+
+    manifests.clear_entry_cache()
+    first = manifests.cached_view(table.io, manifest, "paths", count)
+    assert manifests.cached_view(table.io, manifest, "paths", count) is first
+    assert built == [len(first)] and first
+    decoded = len(reads)
+    with manifests.read_from_disk():
+        again = manifests.cached_view(table.io, manifest, "paths", count)
+    assert again == first and again is not first and len(reads) == decoded + 1
+    manifests.clear_entry_cache()
+    assert manifests.cached_view(table.io, manifest, "paths", count) is not first
+    assert built == [len(first)] * 3
 
 
 def test_a_delete_plans_only_the_files_its_condition_may_match(

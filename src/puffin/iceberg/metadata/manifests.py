@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO
@@ -31,6 +32,7 @@ __all__ = [
     "REFERENCED_DATA_FILE",
     "DeleteFileKey",
     "cache_in_use",
+    "cached_view",
     "clear_entry_cache",
     "delete_file_key",
     "read_from_disk",
@@ -80,23 +82,53 @@ def read_manifest_entries(
     from pyiceberg.manifest import ManifestEntryStatus
 
     if cached and not _FROM_DISK.get():
-        entries, live = _cached_entries(io, manifest)
-        return list(entries if include_deleted else live)
+        record = _cached(io, manifest)
+        return list(record.entries if include_deleted else record.live)
     entries = _read_entries(io, manifest)
     if include_deleted:
         return entries
     return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
 
 
+_T = TypeVar("_T")
+
+
+def cached_view(
+    io: FileIO, manifest: ManifestFile, name: str, build: Callable[[list[ManifestEntry]], _T]
+) -> _T:
+    """``build(live entries)`` of a committed manifest, made once and kept beside its cached
+    entries (and dropped with them) under ``name``: a form a job reads many times, such as
+    the plan's compact digest (:mod:`puffin.iceberg.scan.plan`). Built afresh each call for
+    a manifest the cache does not keep, and inside :func:`read_from_disk`. ``build`` must
+    not change the entries, and the caller must not change what it returns."""
+    if _FROM_DISK.get():
+        return build(read_manifest_entries(io, manifest))
+    record = _cached(io, manifest)
+    view = record.views.get(name)
+    if view is None:
+        view = record.views.setdefault(name, build(record.live))  # a race builds it twice
+    return view  # type: ignore[no-any-return]
+
+
 #: Memory the decoded entries the process keeps may take, over all tables, as estimated by
 #: :func:`_estimate` (measured: 2.7 KB an entry of 4 columns with statistics, estimated at
 #: 4 KB); least recently used manifests go first.
 ENTRY_CACHE_BYTES = 64 << 20
-#: Each committed manifest's entries, its live entries (the list a plan reads: sorting the
-#: deleted out at every plan touched every entry once more) and its estimated size.
-_CACHE: OrderedDict[
-    tuple[str, int, int, int | None], tuple[list[ManifestEntry], list[ManifestEntry], int]
-] = OrderedDict()
+
+
+@dataclass
+class _Record:
+    """A committed manifest's entries, its live entries (the list a plan reads: sorting the
+    deleted out at every plan touched every entry once more), their estimated size, and the
+    views callers derived from them (:func:`cached_view`)."""
+
+    entries: list[ManifestEntry]
+    live: list[ManifestEntry]
+    size: int = 0
+    views: dict[str, Any] = field(default_factory=dict)
+
+
+_CACHE: OrderedDict[tuple[str, int, int, int | None], _Record] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _cached_bytes = 0
 
@@ -106,17 +138,16 @@ def _estimate(entries: list[ManifestEntry]) -> int:
     return sum(1024 + 768 * len(e.data_file.value_counts or {}) for e in entries)
 
 
-def _cached_entries(
-    io: FileIO, manifest: ManifestFile
-) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
-    """A committed manifest's entries and its live ones, from the cache or decoded into it."""
+def _cached(io: FileIO, manifest: ManifestFile) -> _Record:
+    """A committed manifest's entries and its live ones, from the cache or decoded into it
+    (a record outside the cache for a manifest it does not keep)."""
     global _cached_bytes
     from pyiceberg.manifest import ManifestEntryStatus
 
     sequence = manifest.sequence_number
     if sequence is None or sequence < 0:  # not committed yet: its numbers are not final
         entries = _read_entries(io, manifest)
-        return entries, [e for e in entries if e.status != ManifestEntryStatus.DELETED]
+        return _Record(entries, [e for e in entries if e.status != ManifestEntryStatus.DELETED])
     # Committed manifests never change (a new one gets a new name); the length and the
     # numbers inherited from the list guard against a path reused for other bytes.
     key = (str(manifest.manifest_path), manifest.manifest_length, sequence,
@@ -125,20 +156,20 @@ def _cached_entries(
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
-            return hit[0], hit[1]
+            return hit
     entries = _read_entries(io, manifest)
     live = [e for e in entries if e.status != ManifestEntryStatus.DELETED]
-    size = _estimate(entries)
-    if size > ENTRY_CACHE_BYTES // 4:
-        return entries, live  # one manifest may not take the cache over
+    record = _Record(entries, live, _estimate(entries))
+    if record.size > ENTRY_CACHE_BYTES // 4:
+        return record  # one manifest may not take the cache over
     with _CACHE_LOCK:
-        if key not in _CACHE:
-            _CACHE[key] = (entries, live, size)
-            _cached_bytes += size
+        record = _CACHE.setdefault(key, record)
+        if record.entries is entries:  # ours went in (another thread's may have first)
+            _cached_bytes += record.size
         while _cached_bytes > ENTRY_CACHE_BYTES:
-            _, (_, _, dropped) = _CACHE.popitem(last=False)
-            _cached_bytes -= dropped
-    return entries, live
+            _, dropped = _CACHE.popitem(last=False)
+            _cached_bytes -= dropped.size
+    return record
 
 
 _FROM_DISK: ContextVar[bool] = ContextVar("puffin_manifests_from_disk", default=False)

@@ -29,6 +29,8 @@ equality delete file whose key bounds cannot overlap the data file's; this index
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +39,48 @@ from puffin.iceberg.metadata.manifests import REFERENCED_DATA_FILE
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile, ManifestEntry
 
-__all__ = ["DeleteFileIndex", "data_sequence", "partition_key"]
+__all__ = ["DeleteEntry", "DeleteFileIndex", "data_sequence", "partition_key"]
 
 #: The ``file_path`` column of a position-delete file (its bounds name the data files).
 PATH_FIELD_ID = 2147483546
 INITIAL_SEQUENCE_NUMBER = 0
+_NONE: frozenset[Any] = frozenset()
+_NO_FILES: tuple[Any, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class DeleteEntry:
+    """A live delete entry as the index files it, prepared once (a plan keeps these with
+    each cached manifest: ``scan/plan.py``)."""
+
+    delete_file: DataFile
+    sequence: int  #: its data sequence number
+    equality: bool
+    #: the one data file it applies to (a vector, or a position-delete file naming one)
+    target: str | None
+    #: ``(spec id, partition)`` for one found by partition (``target`` None)
+    partition: tuple[int, tuple[Any, ...]] | None
+    #: its decoded ``file_path`` bounds (a position-delete file found by partition)
+    bounds: tuple[str, str] | None
+
+    @classmethod
+    def of(cls, entry: ManifestEntry) -> DeleteEntry:
+        from pyiceberg.manifest import DataFileContent
+
+        delete_file = entry.data_file
+        sequence = data_sequence(entry)
+        if delete_file.content == DataFileContent.EQUALITY_DELETES:
+            return cls(delete_file, sequence, True, None, partition_key(delete_file), None)
+        target = _referenced_data_file(delete_file)
+        if target is not None:
+            return cls(delete_file, sequence, False, target, None, None)
+        return cls(
+            delete_file, sequence, False, None, partition_key(delete_file),
+            _path_bounds(delete_file),
+        )  # fmt: skip
+
+
+@dataclass(slots=True)
 class _BySequence:
     """Delete files of one key, sorted by data sequence number once all are added."""
 
@@ -54,6 +90,14 @@ class _BySequence:
     def add(self, sequence: int, delete_file: DataFile, bounds: tuple[str, str] | None) -> None:
         self.entries.append((sequence, delete_file, bounds))
         self.sequences = None
+
+    def files_at_or_after(self, sequence: int) -> Sequence[DataFile]:
+        """The delete files of data sequence number ``sequence`` or later, by path (a
+        data file's vectors: most often one)."""
+        if len(self.entries) == 1:
+            first, delete_file, _ = self.entries[0]
+            return [delete_file] if first >= sequence else _NO_FILES
+        return by_path({d for _, d, _ in self.at_or_after(sequence)})
 
     def at_or_after(self, sequence: int) -> list[tuple[int, DataFile, tuple[str, str] | None]]:
         """The delete files of data sequence number ``sequence`` or later."""
@@ -94,44 +138,56 @@ class DeleteFileIndex:
     def has_equality_deletes(self) -> bool:
         return bool(self._equality or self._equality_global.entries)
 
-    def add(self, entry: ManifestEntry) -> None:
+    def add(self, entry: ManifestEntry | DeleteEntry) -> None:
         """A live delete entry of the snapshot: a deletion vector, a position-delete file or
         an equality delete file."""
-        from pyiceberg.manifest import DataFileContent
-
-        delete_file = entry.data_file
-        sequence = data_sequence(entry)
-        if delete_file.content == DataFileContent.EQUALITY_DELETES:
-            self._wide = True
-            self.equality_sequences[str(delete_file.file_path)] = sequence
-            if (delete_file.spec_id or 0) in self._unpartitioned:
-                self._equality_global.add(sequence, delete_file, None)
-            else:
-                key = partition_key(delete_file)
-                self._equality.setdefault(key, _BySequence()).add(sequence, delete_file, None)
-            return
-        target = _referenced_data_file(delete_file)
-        if target is not None:
-            self._by_path.setdefault(target, _BySequence()).add(sequence, delete_file, None)
+        d = entry if isinstance(entry, DeleteEntry) else DeleteEntry.of(entry)
+        if d.target is not None:
+            bucket = self._by_path.get(d.target)
+            if bucket is None:
+                bucket = self._by_path[d.target] = _BySequence()
+            bucket.add(d.sequence, d.delete_file, None)
             return
         self._wide = True
-        key = partition_key(delete_file)
-        bucket = self._by_partition.setdefault(key, _BySequence())
-        bucket.add(sequence, delete_file, _path_bounds(delete_file))
+        assert d.partition is not None
+        by_partition = self._by_partition
+        if d.equality:
+            self.equality_sequences[str(d.delete_file.file_path)] = d.sequence
+            if (d.delete_file.spec_id or 0) in self._unpartitioned:
+                self._equality_global.add(d.sequence, d.delete_file, None)
+                return
+            by_partition = self._equality
+        bucket = by_partition.setdefault(d.partition, _BySequence())
+        bucket.add(d.sequence, d.delete_file, d.bounds)
 
-    def for_data_file(self, entry: ManifestEntry) -> set[DataFile]:
+    def for_files(self, rows: Sequence[tuple[str, DataFile, int]]) -> list[Sequence[DataFile]]:
+        """For each ``(path, data file, data sequence number)`` of ``rows``, the delete files
+        that apply, by path: what a plan asks, in one call (with only vectors, a dict lookup
+        a file)."""
+        if self._wide:
+            return [by_path(self.for_file(*row)) for row in rows]
+        get = self._by_path.get
+        return [
+            _NO_FILES if (found := get(path)) is None else found.files_at_or_after(sequence)
+            for path, _, sequence in rows
+        ]
+
+    def for_data_file(self, entry: ManifestEntry) -> AbstractSet[DataFile]:
         """The delete files that apply to the data file of ``entry``."""
         data_file = entry.data_file
-        path = str(data_file.file_path)
+        return self.for_file(str(data_file.file_path), data_file, data_sequence(entry))
+
+    def for_file(self, path: str, data_file: DataFile, sequence: int) -> AbstractSet[DataFile]:
+        """The delete files that apply to the data file at ``path`` of data sequence number
+        ``sequence`` (the plan's digest holds the three, so nothing else is read)."""
         by_path = self._by_path.get(path)
         if not self._wide:  # only vectors (v3): most files of a plan have none
             if by_path is None:
-                return set()
-            return {d for _, d, _ in by_path.at_or_after(data_sequence(entry))}
+                return _NONE  # nothing allocated: see PlannedFile
+            return {d for _, d, _ in by_path.at_or_after(sequence)}
         key = partition_key(data_file)
         in_partition = self._by_partition.get(key)
         equality = self._equality.get(key)
-        sequence = data_sequence(entry)
         found: set[DataFile] = set()
         if in_partition:
             for _, delete_file, bounds in in_partition.at_or_after(sequence):
@@ -145,6 +201,13 @@ class DeleteFileIndex:
         if self._equality_global.entries:
             found.update(d for _, d, _ in self._equality_global.after(sequence))
         return found
+
+
+def by_path(files: AbstractSet[DataFile]) -> Sequence[DataFile]:
+    """``files`` in order of path (one file: no key read)."""
+    if len(files) < 2:
+        return list(files) if files else _NO_FILES
+    return sorted(files, key=lambda d: str(d.file_path))
 
 
 def data_sequence(entry: ManifestEntry) -> int:
