@@ -207,6 +207,7 @@ def main() -> None:
         print("| table | ours cold | ours warm | ours, decoding each plan | pyiceberg | "
               "Java warm (median) | ours warm / Java | ours decoding / Java |")
         print("|---|---|---|---|---|---|---|---|")
+        growth: dict[str, tuple[float, ...]] = {}
         with JavaPeer(tmp / "java") as java:
             for label, (_, table) in tables.items():
                 cold, warm, decoded, count, deleted = plan_ours(table, runs)
@@ -215,9 +216,15 @@ def main() -> None:
                 java_s = statistics.median(java_plan["seconds"][1:] or java_plan["seconds"])
                 assert count == their_count == java_plan["tasks"], (count, their_count, java_plan)
                 assert deleted == count // 4, (label, deleted)
-                print(f"| {label} | {cold:.3f} s | {warm:.3f} s | {decoded:.3f} s | "
-                      f"{theirs:.3f} s | {java_s:.3f} s | {warm / java_s:.2f}× | "
-                      f"{decoded / java_s:.2f}× |")
+                growth[label] = (cold, warm, decoded, java_s)
+                print(f"| {label} | {cold * 1e3:.1f} ms | {warm * 1e3:.1f} ms | "
+                      f"{decoded * 1e3:.1f} ms | {theirs:.3f} s | {java_s * 1e3:.1f} ms | "
+                      f"{warm / java_s:.2f}× | {decoded / java_s:.2f}× |")
+        small_v3, big_v3 = (growth[f"{n} files, {n // 4} DVs (v3)"] for n in sizes)
+        print(f"\n{sizes[-1]:,} against {sizes[0]:,} files (v3): " + ", ".join(
+            f"{what} {b / a:.1f}×" for what, a, b in zip(
+                ("ours cold", "ours warm", "ours decoding", "Java warm"), small_v3, big_v3,
+                strict=True)))
         print("\nwhole reads (`to_arrow`), pyiceberg's and ours before the delete, ours after:")
         print("| files | pyiceberg | ours | ours, with DVs | ours / pyiceberg | ms a file, ours |")
         print("|---|---|---|---|---|---|")
