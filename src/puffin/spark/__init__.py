@@ -10,8 +10,9 @@ this library: installed on the nodes, or shipped with ``ship_environment=True``
 One concept per module: :mod:`~puffin.spark._java` (Java check, :func:`local_session`),
 :mod:`~puffin.spark.types` (Spark <-> Iceberg types), :mod:`~puffin.spark.ndv` (sketches of
 a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics` (a
-table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors) and
-:mod:`~puffin.spark.cli` (``puffin spark ...``).
+table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors),
+:mod:`~puffin.spark.convert` (equality deletes into vectors) and :mod:`~puffin.spark.cli`
+(``puffin spark ...``).
 
 Importing this package is light: its names load on first use, and pyspark, pyarrow and
 argparse only when needed.
@@ -28,6 +29,7 @@ _LAZY: dict[str, str] = {
     "MIN_JAVA": "puffin.spark._java",
     "check_java": "puffin.spark._java",
     "local_session": "puffin.spark._java",
+    "convert_equality_deletes": "puffin.spark.convert",
     "delete_rows": "puffin.spark.deletes",
     "deletion_vector_positions": "puffin.spark.deletes",
     "deletion_vectors_for": "puffin.spark.deletes",
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import argparse
 
     from puffin.spark._java import MIN_JAVA, check_java, local_session
+    from puffin.spark.convert import convert_equality_deletes
     from puffin.spark.deletes import (
         delete_rows,
         deletion_vector_positions,
@@ -65,6 +68,7 @@ __all__ = [
     "check_java",
     "compute_ndv_sketches",
     "compute_table_statistics",
+    "convert_equality_deletes",
     "delete_rows",
     "deletion_vector_positions",
     "deletion_vectors_for",

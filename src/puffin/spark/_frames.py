@@ -30,6 +30,7 @@ __all__ = [
     "FIELD_ID_CONF",
     "check_parquet",
     "column_ref",
+    "equality_deleted_rows",
     "live_rows",
     "path_key",
     "session_conf",
@@ -238,6 +239,92 @@ def table_frame(
     return df
 
 
+def equality_deleted_rows(
+    spark: SparkSession, schema: Schema, planned: Sequence[PlannedFile]
+) -> DataFrame | None:
+    """``(k, pos)`` of every row the plan's equality deletes remove (``None``: it has none),
+    matched on the executors.
+
+    For each set of equality field ids, the delete files' key rows are joined with the rows
+    of the data files they apply to on null-safe equality of every key (a null key matches a
+    null), and a match is kept only where the plan says that delete file applies to that
+    data file (our index applied the partition and sequence-number rules). Floating-point
+    keys are refused: Spark's join takes -0.0 for 0.0, which Iceberg's equality does not.
+    """
+    from pyspark.sql import functions as F
+
+    groups: dict[tuple[int, ...], dict[str, list[str]]] = {}
+    for p in planned:
+        for d in p.equality_deletes:
+            ids = tuple(sorted(int(i) for i in d.equality_ids or ()))
+            groups.setdefault(ids, {}).setdefault(p.path, []).append(str(d.file_path))
+    frames = []
+    for ids, pairs in groups.items():
+        paths = [_id_path(schema, fid) for fid in ids]
+        top_ids = {path[0] for path in paths}
+        data = table_frame(
+            spark, schema, [p for p in planned if p.path in pairs], top_ids, rows=True
+        ).select(*[column_ref(schema, path).alias(f"_e{i}") for i, path in enumerate(paths)],
+                 F.col("_k"), F.col("_pos"))  # fmt: skip
+        files = sorted({d for ds in pairs.values() for d in ds})
+        keys = (
+            spark.read.schema(_read_schema(schema, top_ids))
+            .parquet(*files)
+            .select(
+                *[column_ref(schema, path).alias(f"_d{i}") for i, path in enumerate(paths)],
+                _path_key_column(F.col("_metadata.file_path")).alias("_dk"),
+            )
+        )
+        applies = spark.createDataFrame(
+            [(path_key(k), path_key(d)) for k, ds in pairs.items() for d in ds],
+            "_pk string, _pd string",
+        )
+        matched = keys.join(
+            data, [data[f"_e{i}"].eqNullSafe(keys[f"_d{i}"]) for i in range(len(ids))]
+        )
+        same = (matched["_k"] == applies["_pk"]) & (matched["_dk"] == applies["_pd"])
+        kept = matched.join(F.broadcast(applies), same, "left_semi")
+        frames.append(kept.select(F.col("_k").alias("k"), F.col("_pos").alias("pos")))
+    if not frames:
+        return None
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out.distinct()
+
+
+def _id_path(schema: Schema, fid: int) -> list[int]:
+    """The field ids leading through structs to equality key ``fid`` of the table schema;
+    :class:`UnsupportedTableError` for a key Spark cannot match as Iceberg does."""
+    from pyiceberg.types import DoubleType, FloatType
+    from pyiceberg.types import StructType as IcebergStruct
+
+    def walk(fields: Sequence[NestedField], prefix: list[int]) -> list[int] | None:
+        for f in fields:
+            if f.field_id == fid:
+                return [*prefix, fid]
+            if isinstance(f.field_type, IcebergStruct):
+                found = walk(f.field_type.fields, [*prefix, f.field_id])
+                if found is not None:
+                    return found
+        return None
+
+    path = walk(schema.fields, [])
+    if path is None:
+        raise UnsupportedTableError(
+            f"equality field {fid} is not a column of the table's schema outside lists and "
+            "maps; convert the equality deletes without Spark (puffin table "
+            "convert-equality-deletes)"
+        )
+    if isinstance(schema.find_field(fid).field_type, (FloatType, DoubleType)):
+        raise UnsupportedTableError(
+            f"equality field {fid} is a floating-point column: Spark's join takes -0.0 for "
+            "0.0, which Iceberg's equality does not; convert the equality deletes without "
+            "Spark (puffin table convert-equality-deletes)"
+        )
+    return path
+
+
 def live_rows(
     spark: SparkSession,
     table: Table,
@@ -246,8 +333,12 @@ def live_rows(
     planned: Sequence[PlannedFile],
     top_ids: set[int],
 ) -> DataFrame:
-    """The snapshot's live rows (deletes applied) of the top-level fields ``top_ids``."""
+    """The snapshot's live rows (deletes applied, equality deletes too when the plan took
+    them) of the top-level fields ``top_ids``."""
     deleted = _deleted_rows(spark, table, snapshot, planned)
+    equality = equality_deleted_rows(spark, schema, planned)
+    if equality is not None:
+        deleted = equality if deleted is None else deleted.unionByName(equality)
     if deleted is None:
         return table_frame(spark, schema, planned, top_ids, rows=False)
     data = table_frame(spark, schema, planned, top_ids, rows=True)

@@ -1,4 +1,4 @@
-"""``puffin spark stats|dv|migrate-deletes``: the Spark jobs from the command line.
+"""``puffin spark stats|dv|migrate-deletes|convert-equality-deletes``: the Spark jobs.
 
 :func:`register_cli` is the ``puffin`` command's plugin hook.  This module is imported only
 by the command line, so ``import puffin.spark`` stays free of argparse; pyspark and
@@ -50,6 +50,7 @@ examples:
   puffin spark dv db.events --where "category = 7" --commit   delete them (v3 tables)
   puffin spark migrate-deletes db.events             v2 position deletes -> deletion vectors
   puffin spark migrate-deletes db.events --commit    ... committed: the table becomes v3
+  puffin spark convert-equality-deletes db.cdc        equality deletes -> deletion vectors
   puffin spark stats prod.db.events --catalog prod --master spark://host:7077
 
 The session is local[*] unless --master (or SPARK_REMOTE, for Spark Connect) says otherwise;
@@ -91,7 +92,14 @@ def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     stats.add_argument("--engine", choices=ENGINES, default="auto", help="sketch engine")
     stats.add_argument("--no-commit", action="store_true", help="write the file, do not commit")
     stats.set_defaults(func=_cli_stats)
+    _add_delete_commands(commands, parents)
 
+
+def _add_delete_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
+    """``dv``, ``migrate-deletes`` and ``convert-equality-deletes``."""
     dv = _command(
         commands, "dv", parents, "write deletion vectors for the rows matching a condition"
     )
@@ -133,6 +141,14 @@ def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="upgrade the table to format version 3 with those vectors, in one commit",
     )
     migrate.set_defaults(func=_cli_migrate)
+
+    convert = _command(
+        commands,
+        "convert-equality-deletes",
+        parents,
+        "replace the table's equality deletes by deletion vectors, keys matched on Spark",
+    )
+    convert.set_defaults(func=_cli_convert)
 
 
 def _shared_options() -> argparse.ArgumentParser:
@@ -369,3 +385,16 @@ def _cli_migrate(args: argparse.Namespace) -> int:
     else:
         print(f"upgraded {args.table} to format version 3, snapshot {doc['snapshot_id']}")
     return 0
+
+
+def _cli_convert(args: argparse.Namespace) -> int:
+    from puffin.iceberg.cli.rewrites import report_conversion
+    from puffin.spark.convert import convert_equality_deletes
+
+    if args.snapshot_id is not None:
+        raise UsageError("convert-equality-deletes works on the current snapshot only")
+    with _cli_errors(), JobProgress(enabled=args.progress) as progress:
+        spark, table = _cli_open(args, progress)
+        with progress.watching(spark):
+            result = convert_equality_deletes(spark, table)
+    return report_conversion(args, f"spark {args.spark_command}", result)

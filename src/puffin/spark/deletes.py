@@ -86,7 +86,7 @@ def _dv_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     )
 
 
-def _collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]]:
+def collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]]:
     """Run the DV job; {reported file path: (DeletionVector, largest position)}.
 
     A file that spans several partitions comes back as several partial vectors, merged
@@ -155,9 +155,9 @@ def deletion_vector_positions(
         matches = data.where(spark_column(bound, schema)).select(
             F.col("_metadata.file_path"), F.col("_metadata.row_index")
         )
-        found = _collect_vectors(matches)
+        found = collect_vectors(matches)
     existing = DeleteIndex(table, snapshot) if merge_existing else None
-    return dict(sorted(_by_data_file(found, planned, existing).items()))
+    return dict(sorted(vectors_by_data_file(found, planned, existing).items()))
 
 
 def deletion_vectors_for(
@@ -223,7 +223,7 @@ def delete_rows(
     return commit_deletion_vectors(table, vectors, allow_all_rows=allow_all_rows)
 
 
-def _by_data_file(
+def vectors_by_data_file(
     found: Mapping[str, tuple[DeletionVector, int]],
     planned: Iterable[PlannedFile],
     existing: DeleteIndex | None,
@@ -286,7 +286,7 @@ def position_deletes_to_deletion_vectors(
     if not paths:
         return []
     rows = spark.read.schema("file_path string, pos long").parquet(*paths)
-    found = _collect_vectors(rows.select("file_path", "pos"))
+    found = collect_vectors(rows.select("file_path", "pos"))
     vectors = {path: dv for path, (dv, _) in sorted(found.items()) if live is None or path in live}
     if not vectors:
         return []
@@ -314,7 +314,7 @@ def upgrade_to_v3(spark: SparkSession, table: Table) -> Table:
     if not paths:
         return upgrade(table)
     rows = spark.read.schema("file_path string, pos long").parquet(*paths)
-    found = _collect_vectors(rows.select("file_path", "pos"))
+    found = collect_vectors(rows.select("file_path", "pos"))
     by_key = {path_key(p): p for p in live}
     vectors = {by_key[path_key(f)]: dv for f, (dv, _) in found.items() if path_key(f) in by_key}
     return upgrade(table, positions=vectors)

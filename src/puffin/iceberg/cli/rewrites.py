@@ -163,12 +163,18 @@ def _run_convert(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.convert_equality import convert_equality_deletes
 
     r = convert_equality_deletes(table, progress=args.progress)
+    return report_conversion(args, "table convert-equality-deletes", r)
+
+
+def report_conversion(args: argparse.Namespace, command: str, r: Any) -> int:
+    """What ``puffin table|spark convert-equality-deletes`` did (a ``ConvertResult``), in
+    lines or as the JSON document ``command`` (docs/cli.md)."""
     done = [
         f"converted {r.equality_files} equality delete file(s): {r.converted_rows} rows "
         f"into the vectors of {r.data_files} data file(s); snapshot {r.snapshot_id}"
     ]
     nothing = "nothing to convert: no equality delete file is live"
-    return _report(args, "table convert-equality-deletes", r, nothing, done)
+    return _report(args, command, r, nothing, done)
 
 
 def _run_compact(args: argparse.Namespace, table: Any) -> int:

@@ -17,6 +17,7 @@ landed keeps its effect: the conversion is done again over it). A v2 table is re
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,14 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["ConvertResult", "convert_equality_deletes"]
+__all__ = ["ConvertResult", "Matcher", "convert_equality_deletes"]
+
+#: What finds the rows: ``(table, planned files, progress) -> {data file path: positions its
+#: equality deletes remove}``; :func:`convert_equality_deletes` matches in this process,
+#: ``puffin.spark.convert_equality_deletes`` on Spark's executors.
+Matcher = Callable[
+    ["Table", "list[PlannedFile]", "bool | None"], "Mapping[str, npt.NDArray[np.int64]]"
+]
 
 
 @dataclass(frozen=True)
@@ -58,11 +66,16 @@ class ConvertResult:
 
 
 def convert_equality_deletes(
-    table: Table, *, max_attempts: int = MAX_ATTEMPTS, progress: bool | None = False
+    table: Table,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+    progress: bool | None = False,
+    match: Matcher | None = None,
 ) -> ConvertResult:
     """Replace the current snapshot's equality delete files by deletion vectors, in one
     ``replace`` snapshot (see the module docstring). ``progress``: a bar over the rows of
-    the data files whose keys are read.
+    the data files whose keys are read. ``match`` finds the deleted rows instead of this
+    process (:data:`Matcher`).
 
     Example::
 
@@ -84,7 +97,10 @@ def convert_equality_deletes(
             return ConvertResult(table, None, 0, 0, 0, number)
         planned = plan_files(table, snapshot, equality=True)
         deletes = DeleteFilter(table, snapshot)
-        matched = _matched(deletes, planned, progress)
+        if match is None:
+            matched: Mapping[str, npt.NDArray[np.int64]] = _matched(deletes, planned, progress)
+        else:
+            matched = match(table, planned, progress)
         # Merged with the position deletes only: the equality deletes are what is converted.
         positional = [p.positional() for p in planned]
         merged = merge_deletes(table, snapshot, positional, matched, index=deletes)
