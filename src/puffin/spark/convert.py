@@ -62,9 +62,10 @@ def matched_on_spark(
         FIELD_ID_CONF,
         check_parquet,
         equality_deleted_rows,
+        path_key,
         session_conf,
     )
-    from puffin.spark.deletes import collect_vectors, vectors_by_data_file
+    from puffin.spark.deletes import collect_vectors
 
     touched = [p for p in planned if p.equality_deletes]
     snapshot = table.current_snapshot()
@@ -77,4 +78,12 @@ def matched_on_spark(
         if rows is None:
             return {}
         found = collect_vectors(rows.select(F.col("k").alias("file_path"), F.col("pos")))
-    return {path: dv.to_numpy() for path, dv in vectors_by_data_file(found, touched, None).items()}
+    # Reported by path key (path_key again would unquote a '%' in a location twice).
+    by_key = {path_key(p.path): p for p in touched}
+    out: dict[str, npt.NDArray[np.int64]] = {}
+    for key, (dv, last) in found.items():
+        target = by_key.get(key)
+        if target is None or last >= target.record_count:
+            raise RuntimeError(f"Spark matched row {last} of {key!r}, not a row of the plan")
+        out[target.path] = dv.to_numpy()
+    return out
