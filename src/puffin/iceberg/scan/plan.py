@@ -216,7 +216,8 @@ def _cached_planner() -> Any:
 @dataclass(slots=True)
 class _Digest:
     """A manifest's live entries as a plan reads them, made once per cached manifest: its
-    data files as ``(path, data file, entry)`` sorted by path, and its delete entries.
+    data files as ``(path, data file, data sequence number)`` sorted by path, and its
+    delete entries as the index files them.
 
     A warm plan of 20,000 files then touches a small tuple and a path per file, not the
     entry, its record and the record's fields, scattered over the heap (each plan stage
@@ -233,6 +234,7 @@ class _Digest:
         return _Digest(
             [row for row in self.data if test(row[1])],
             [d for d in self.deletes if test(d.delete_file)],
+            self.has_empty,
         )
 
     def without_empty(self) -> _Digest:
