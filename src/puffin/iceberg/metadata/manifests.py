@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO
-    from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
+    from pyiceberg.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
     from pyiceberg.table import Table
 
 __all__ = [
@@ -210,7 +210,6 @@ def _read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
         FileFormat,
         ManifestEntry,
         ManifestEntryStatus,
-        _inherit_from_manifest,
     )
 
     with AvroFile[ManifestEntry](
@@ -219,7 +218,24 @@ def _read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
         read_types={-1: ManifestEntry, 2: DataFile},
         read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
     ) as reader:
-        return [_inherit_from_manifest(entry, manifest) for entry in reader]
+        return [_inherit(entry, manifest, ManifestEntryStatus.ADDED) for entry in reader]
+
+
+def _inherit(
+    entry: ManifestEntry, manifest: ManifestFile, added: ManifestEntryStatus
+) -> ManifestEntry:
+    """The spec's inheritance: a null snapshot id from the manifest's snapshot; null data and
+    file sequence numbers from the manifest's for an ADDED entry (any entry of a v1
+    manifest, whose number is 0); the partition spec id from the manifest."""
+    if entry.snapshot_id is None and manifest.added_snapshot_id is not None:
+        entry.snapshot_id = manifest.added_snapshot_id
+    inherits = manifest.sequence_number == 0 or entry.status == added
+    if entry.sequence_number is None and inherits:
+        entry.sequence_number = manifest.sequence_number
+    if entry.file_sequence_number is None and inherits:
+        entry.file_sequence_number = manifest.sequence_number
+    entry.data_file.spec_id = manifest.partition_spec_id
+    return entry
 
 
 def delete_file_key(data_file: DataFile) -> DeleteFileKey:

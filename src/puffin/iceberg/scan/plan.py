@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     from pyiceberg.expressions import BooleanExpression
-    from pyiceberg.manifest import DataFile, ManifestEntry
+    from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
     from pyiceberg.table import DataScan, FileScanTask, Table
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.snapshots import Snapshot
@@ -157,8 +157,7 @@ def _from_task(task: FileScanTask, equality: bool = False) -> PlannedFile:
 @functools.cache
 def _cached_planner() -> Any:
     from pyiceberg.expressions import AlwaysTrue
-    from pyiceberg.manifest import ManifestFile
-    from pyiceberg.table import ManifestGroupPlanner, _min_sequence_number
+    from pyiceberg.table import ManifestGroupPlanner
     from pyiceberg.typedef import KeyDefaultDict
     from pyiceberg.types import strtobool
     from pyiceberg.utils.concurrent import ExecutorFactory
@@ -181,7 +180,7 @@ def _cached_planner() -> Any:
             kept = [m for m in manifests if chosen[m.partition_spec_id](m)]
             partitions = KeyDefaultDict(self._build_partition_evaluator)
             metrics = self._build_metrics_evaluator()
-            least = _min_sequence_number(kept)
+            least = _least_data_sequence(kept)
             work = [(m, partitions[m.partition_spec_id]) for m in kept
                     if self._check_sequence_number(least, m)]
             cached = cache_in_use()  # here: the reading threads do not see the context
@@ -211,6 +210,17 @@ def _cached_planner() -> Any:
             return ExecutorFactory.get_or_create().map(entries, work)
 
     return CachedPlanner
+
+
+def _least_data_sequence(manifests: Iterable[ManifestFile]) -> int:
+    """The smallest data sequence number in the data manifests (0 if none): a delete
+    manifest whose entries are all older applies to no data file (pyiceberg's rule)."""
+    from pyiceberg.manifest import ManifestContent
+
+    return min(
+        (m.min_sequence_number or 0 for m in manifests if m.content == ManifestContent.DATA),
+        default=0,
+    )
 
 
 @dataclass(slots=True)
