@@ -872,20 +872,27 @@ def test_equality_deletes_are_matched_on_the_executors(
     spark: Any, tmp_path: Path, partitioned: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The statistics job counts the rows the model holds live (the NDV of a column unique
-    per row); the conversion on Spark (the function, or the command line on the
-    unpartitioned table) leaves the model's rows and no equality delete, and gives the
-    vectors the Python conversion gives on the same history."""
+    per row); a delete on Spark counts live rows only; the conversion on Spark (the
+    function, or the command line on the unpartitioned table) leaves the model's rows and no
+    equality delete, and gives the vectors the Python jobs give on the same history."""
     import json
 
     from cdc_history import build_history, equality_files, live_rows
     from puffin.cli import main
-    from puffin.iceberg import convert_equality_deletes, local_catalog
+    from puffin.iceberg import convert_equality_deletes, delete_rows, local_catalog
     from puffin.iceberg.maintenance.convert_equality import ConvertResult
 
     table, model = build_history(tmp_path / "spark", partitioned, CDC_STEPS)
     assert equality_files(table) and live_rows(table) == model.live()
     stats = ps.compute_table_statistics(spark, table, columns=["tag"], commit=False)
     assert int(stats.blob_metadata[0].properties["ndv"]) == len(model.live())
+    # every live row but the newest, rows the equality deletes removed among them
+    cut = max(r[2] for r in model.live())
+    deleted = ps.delete_rows(spark, table, f"tag < {cut}")
+    assert deleted.deleted_rows == len(model.live()) - 1 > 0
+    table = deleted.table
+    model.rows = [(s, r) for s, r in model.rows if r[2] >= cut]
+    assert live_rows(table) == model.live()
 
     if partitioned:
         converted = ps.convert_equality_deletes(spark, table)
@@ -900,7 +907,7 @@ def test_equality_deletes_are_matched_on_the_executors(
     assert not equality_files(converted.table)
     assert live_rows(converted.table) == model.live()
     twin, _ = build_history(tmp_path / "python", partitioned, CDC_STEPS)
-    expected = convert_equality_deletes(twin)
+    expected = convert_equality_deletes(delete_rows(twin, f"tag < {cut}").table)
     assert (converted.equality_files, converted.data_files, converted.converted_rows) == (
         expected.equality_files, expected.data_files, expected.converted_rows,
     )  # fmt: skip

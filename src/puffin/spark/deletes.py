@@ -131,14 +131,14 @@ def deletion_vector_positions(
     ``_metadata.row_index``, and each partition builds and serializes one deletion vector
     per data file on the executors.  The driver merges the pieces of files split over
     partitions and, with ``merge_existing``, adds the positions the snapshot already
-    deletes in those files.  Returns ``{data file path: DeletionVector}`` sorted by path
+    deletes in those files (equality deletes included).  Returns ``{data file path: DeletionVector}`` sorted by path
     (empty when no row matches).
     """
     from pyspark.sql import functions as F
 
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
-    from puffin.iceberg.metadata.delete_files import DeleteIndex
     from puffin.iceberg.scan.columns import snapshot_schema
+    from puffin.iceberg.scan.delete_filter import DeleteFilter
     from puffin.iceberg.scan.plan import plan_files
     from puffin.iceberg.scan.row_filter import bind_where
     from puffin.spark.conditions import spark_column
@@ -146,7 +146,7 @@ def deletion_vector_positions(
     bound = bind_where(table, where)
     snapshot = resolve_snapshot(table, snapshot_id)
     schema = snapshot_schema(table, snapshot.schema_id)
-    planned = plan_files(table, snapshot)
+    planned = plan_files(table, snapshot, equality=True)
     check_parquet(planned)
     if not planned:
         return {}
@@ -156,7 +156,7 @@ def deletion_vector_positions(
             F.col("_metadata.file_path"), F.col("_metadata.row_index")
         )
         found = collect_vectors(matches)
-    existing = DeleteIndex(table, snapshot) if merge_existing else None
+    existing = DeleteFilter(table, snapshot) if merge_existing else None
     return dict(sorted(vectors_by_data_file(found, planned, existing).items()))
 
 
@@ -245,7 +245,7 @@ def vectors_by_data_file(
             raise RuntimeError(
                 f"row position {last} is past the {target.record_count} rows of {target.path}"
             )
-        if existing is not None and target.delete_files:
+        if existing is not None and (target.delete_files or target.equality_deletes):
             dv = DeletionVector(union_with_live(existing, target, dv.to_numpy()))
         vectors[target.path] = dv
     return vectors
