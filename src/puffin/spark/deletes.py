@@ -131,8 +131,8 @@ def deletion_vector_positions(
     ``_metadata.row_index``, and each partition builds and serializes one deletion vector
     per data file on the executors.  The driver merges the pieces of files split over
     partitions and, with ``merge_existing``, adds the positions the snapshot already
-    deletes in those files (equality deletes included).  Returns ``{data file path: DeletionVector}`` sorted by path
-    (empty when no row matches).
+    deletes in those files (equality deletes included).  Returns ``{data file path:
+    DeletionVector}`` sorted by path (empty when no row matches).
     """
     from pyspark.sql import functions as F
 
