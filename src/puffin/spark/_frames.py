@@ -297,32 +297,22 @@ def _id_path(schema: Schema, fid: int) -> list[int]:
     """The field ids leading through structs to equality key ``fid`` of the table schema;
     :class:`UnsupportedTableError` for a key Spark cannot match as Iceberg does."""
     from pyiceberg.types import DoubleType, FloatType
-    from pyiceberg.types import StructType as IcebergStruct
 
-    def walk(fields: Sequence[NestedField], prefix: list[int]) -> list[int] | None:
-        for f in fields:
-            if f.field_id == fid:
-                return [*prefix, fid]
-            if isinstance(f.field_type, IcebergStruct):
-                found = walk(f.field_type.fields, [*prefix, f.field_id])
-                if found is not None:
-                    return found
-        return None
+    from puffin.iceberg.scan.equality import key_fields
 
-    path = walk(schema.fields, [])
-    if path is None:
+    fields = key_fields(schema, fid, "the table schema")
+    if fields is None:
         raise UnsupportedTableError(
-            f"equality field {fid} is not a column of the table's schema outside lists and "
-            "maps; convert the equality deletes without Spark (puffin table "
-            "convert-equality-deletes)"
+            f"equality field {fid} is not a column of the table's schema; convert the "
+            "equality deletes without Spark (puffin table convert-equality-deletes)"
         )
-    if isinstance(schema.find_field(fid).field_type, (FloatType, DoubleType)):
+    if isinstance(fields[-1].field_type, (FloatType, DoubleType)):
         raise UnsupportedTableError(
             f"equality field {fid} is a floating-point column: Spark's join takes -0.0 for "
             "0.0, which Iceberg's equality does not; convert the equality deletes without "
             "Spark (puffin table convert-equality-deletes)"
         )
-    return path
+    return [f.field_id for f in fields]
 
 
 def live_rows(

@@ -128,7 +128,11 @@ def test_a_plan_is_refused_only_where_an_equality_delete_applies() -> None:
     """Equality deletes are read by no reader yet: a plan holding one that applies to a data
     file is refused (pyiceberg's words, which scan_table turns into UnsupportedTableError);
     one that applies to no file of the plan (older rows, another partition) is not."""
-    from puffin.iceberg.scan.plan import _planned
+    from puffin.iceberg.scan.plan import _digest, _planned_digests
+
+    def _planned(groups: list[list[Any]], unpartitioned: frozenset[int]) -> Any:
+        """The plan of manifest entries, as one manifest's digest."""
+        return _planned_digests([_digest(e for group in groups for e in group)], unpartitioned)
 
     data = [
         _entry(_file(DataFileContent.DATA, "s3://b/data/a.parquet", 1, 7), 5),

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pyarrow as pa
 
-__all__ = ["EqualityDeletes", "FileKeys"]
+__all__ = ["EqualityDeletes", "FileKeys", "key_fields"]
 
 #: How many times a data file's lookups (rows times the deletes it meets) must outnumber
 #: their keys for the keys to be merged into one set: sorting a key costs several lookups.
@@ -246,13 +246,20 @@ def _by_ids(
 
 def _path(schema: Any, fid: int, where: str) -> tuple[str, ...] | None:
     """The names leading to field ``fid`` through a file's structs (pyiceberg's schema of
-    the file); None when the file lacks it. A field inside a list or a map cannot be an
-    equality key (the spec), and is refused."""
+    the file); None when the file lacks it (:func:`key_fields`)."""
+    fields = key_fields(schema, fid, where)
+    return None if fields is None else tuple(f.name for f in fields)
+
+
+def key_fields(schema: Any, fid: int, where: str) -> list[Any] | None:
+    """The fields leading to equality key ``fid`` through ``schema``'s structs, the key's
+    own last; None when the schema lacks it. A field inside a list or a map cannot be an
+    equality key (the spec): :class:`UnsupportedTableError` naming ``where``."""
     from pyiceberg.types import StructType
 
-    def walk(fields: Any, prefix: tuple[str, ...]) -> tuple[str, ...] | None:
+    def walk(fields: Any, prefix: list[Any]) -> list[Any] | None:
         for f in fields:
-            here = (*prefix, f.name)
+            here = [*prefix, f]
             if f.field_id == fid:
                 return here
             if isinstance(f.field_type, StructType):
@@ -261,7 +268,7 @@ def _path(schema: Any, fid: int, where: str) -> tuple[str, ...] | None:
                     return found
         return None
 
-    found = walk(schema.fields, ())
+    found = walk(schema.fields, [])
     if found is None and _has_field(schema, fid):
         raise UnsupportedTableError(
             f"{where}: equality field {fid} lies inside a list or a map, which the spec does "

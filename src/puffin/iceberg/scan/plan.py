@@ -15,7 +15,7 @@ import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UnsupportedTableError
@@ -125,7 +125,7 @@ def _plan(scan: DataScan, equality: bool = False) -> list[PlannedFile]:
     delete-file index."""
     if scan._should_use_server_side_planning():
         planned = [_from_task(task, equality) for task in scan.plan_files()]
-        planned.sort(key=_planned_path)
+        planned.sort(key=attrgetter("path"))
         return planned
     snapshot = scan.snapshot()
     if snapshot is None:
@@ -275,15 +275,6 @@ def _not_empty(data_file: DataFile) -> bool:
     return data_file.record_count != 0  # pyiceberg's rule: empty files are not planned
 
 
-def _planned(
-    groups: Iterable[list[Any]], unpartitioned: frozenset[int] = frozenset(), equality: bool = False
-) -> list[PlannedFile]:
-    """:func:`_planned_digests` of manifest entries (a list per manifest)."""
-    return _planned_digests(
-        [_digest(itertools.chain.from_iterable(groups))], unpartitioned, equality
-    )
-
-
 def _planned_digests(
     digests: Iterable[_Digest], unpartitioned: frozenset[int] = frozenset(), equality: bool = False
 ) -> list[PlannedFile]:
@@ -339,10 +330,6 @@ def unpartitioned_specs(metadata: TableMetadata) -> frozenset[int]:
 
 def _path(data_file: DataFile) -> str:
     return str(data_file.file_path)
-
-
-def _planned_path(planned: PlannedFile) -> str:
-    return str(planned.data_file.file_path)
 
 
 def _equality_delete_files(scan: DataScan) -> list[str]:
