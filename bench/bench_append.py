@@ -31,10 +31,8 @@ Run: ``.venv/bin/python bench/bench_append.py [--rows 10000000] [--append 100000
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -111,15 +109,6 @@ def _bases(folder: Path, rows: int) -> dict[str, str]:
     return {"v2": v2.metadata_location, "v3": catalog.load_table("bench.v3base").metadata_location}
 
 
-def _child(folder: Path, name: str, job: str, rows: int, start: int) -> dict[str, Any]:
-    argv = [sys.executable, "-c", _CHILD, str(folder), name, job, str(rows), str(start)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{job} failed: {proc.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result
-
-
 def java_jobs(folder: Path, base: str, rows: int, start: int, runs: int) -> dict[str, float]:
     """Iceberg Java 1.10.2 in a warm Spark session (tests/peers/iceberg_java.py): ``INSERT``
     of the same rows (read from a Parquet file) into a fresh v3 copy, then
@@ -147,6 +136,8 @@ def java_jobs(folder: Path, base: str, rows: int, start: int, runs: int) -> dict
 
 
 def main() -> int:
+    from _child import run_child
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--append", type=int, default=1_000_000)
@@ -168,7 +159,7 @@ def main() -> int:
             for job, base in jobs.items():
                 name = f"bench.{job}_{run}"
                 catalog.register_table(name, bases[base])
-                results[job].append(_child(folder, name, job, args.append, args.rows))
+                results[job].append(run_child(_CHILD, folder, name, job, args.append, args.rows))
         java = java_jobs(folder, bases["v3"], args.append, args.rows, args.runs)
     _report(results, args)
     print(f"Iceberg Java, warm session: INSERT {java['insert']:.2f} s, compute_table_stats "

@@ -26,7 +26,6 @@ Run (after ``make peers``, on an idle machine):
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -180,6 +179,8 @@ def _timed(readers: dict[str, Callable[[], Any]], runs: int, expected: int) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
+    from _child import run_child
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         del got
         catalog.register_table("bench.converted", state)
         catalog.register_table("bench.java_compact", state)
-        convert = _child(folder, "bench.converted")
+        convert = run_child(_CONVERT_CHILD, folder, "bench.converted")
         converted = catalog.load_table("bench.converted")
         assert int(pa.compute.sum(scan_table(converted).to_arrow()["k"]).as_py()) == want_k
         results: dict[str, dict[str, float]] = {}
@@ -233,14 +234,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _child(folder: Path, name: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", _CONVERT_CHILD, str(folder), name],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dict(json.loads(out.stdout))
 
 
 def _report(

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -106,16 +104,6 @@ def _readers(table: Any, name: str, java: JavaPeer, folder: Path) -> dict[str, C
     }
 
 
-def _compact_child(folder: Path, name: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, "-c", _COMPACT_CHILD, str(folder), name],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dict(json.loads(out.stdout))
-
-
 def _expire_bench(folder: Path, snapshots: int) -> dict[str, float]:
     """expire_snapshots on a table of ``snapshots`` snapshots: seconds, files deleted."""
     from puffin.iceberg import local_catalog
@@ -146,6 +134,8 @@ def _expire_bench(folder: Path, snapshots: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from _child import run_child
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
@@ -178,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs.setdefault("rewrite_deletion_vectors seconds", time.perf_counter() - start)
             if name == "gathered":
                 tables["gathered"] = table
-        compact = _compact_child(folder, "bench.compacted")
+        compact = run_child(_COMPACT_CHILD, folder, "bench.compacted")
         tables["compacted"] = catalog.load_table("bench.compacted")
         jobs["our compaction seconds"] = compact["seconds"]
         jobs["our compaction peak MiB"] = compact["peak_kib"] / 1024
