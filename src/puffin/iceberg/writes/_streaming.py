@@ -276,7 +276,10 @@ class _File:
         )
 
     def abort(self) -> None:
-        """Close without a footer: the file is left for the caller to remove."""
+        """Close without a footer: the file is left for the caller to remove. The writer is
+        marked closed first: pyarrow's finalizer would otherwise write the footer to the
+        closed stream and print its failure (an interrupted compaction showed it)."""
+        self.writer.is_open = False
         try:
             self.stream.close()
         except Exception:  # already failing; the caller removes the file
