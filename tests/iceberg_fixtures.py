@@ -39,7 +39,8 @@ from puffin.iceberg import (
     local_catalog,
     write_table_deletion_vectors,
 )
-from puffin.iceberg.metadata.v3 import DeleteManifestWriterV3, ManifestListWriterV3
+from puffin.iceberg.metadata.manifest_writers import DataManifestWriter, DeleteManifestWriter
+from puffin.iceberg.metadata.v3 import ManifestListWriterV3
 from puffin.io.locations import local_path
 
 __all__ = [
@@ -66,17 +67,6 @@ class _DeleteManifestWriterV2(ManifestWriterV2):
     @property
     def _meta(self) -> dict[str, str]:
         return {**super()._meta, "content": "deletes"}
-
-
-class _DataManifestWriterV3(DeleteManifestWriterV3):
-    """A v3 manifest marked as holding data files (to build a table that breaks the rules)."""
-
-    def content(self) -> ManifestContent:
-        return ManifestContent.DATA
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "data"}
 
 
 class _ManifestListWriterV3NoLineage(ManifestListWriterV2):
@@ -179,9 +169,9 @@ def _commit_delete_snapshot(
     v3 = format_version == 3
     manifest_cls: type[ManifestWriterV2] = _DeleteManifestWriterV2
     if v3:
-        manifest_cls = DeleteManifestWriterV3
+        manifest_cls = DeleteManifestWriter
     if v3 and broken == "data-manifest":
-        manifest_cls = _DataManifestWriterV3
+        manifest_cls = DataManifestWriter  # deletes in a data manifest
     manifest = _write_manifests(table, delete_files, snapshot_id, manifest_cls)
     first = int(doc.get("next-row-id", 0))
     lineage: Any = None if not v3 else (False if broken == "lineage" else first)

@@ -135,6 +135,7 @@ def tables(
     v3_one = commit_deletion_vectors_v3(catalog, base, one, new_identifier="db.peers_v3one")[0]
     v2 = commit_position_deletes_v2(catalog, base, positions, new_identifier="db.peers_v2pd")
     return {
+        **{f"v2-ours-{g}": _merge_on_read(catalog, g) for g in GRANULARITIES},
         "v2-no-deletes": PeerTable(base.metadata_location, _expected(data_files, {})),
         "v2-position-deletes": PeerTable(v2.metadata_location, _expected(data_files, positions)),
         "v3-one-dv": PeerTable(v3_one.metadata_location, _expected(data_files, one)),
@@ -142,6 +143,33 @@ def tables(
             v3.metadata_location, _expected(data_files, positions), duckdb15="bug"
         ),
     }
+
+
+GRANULARITIES = ("file", "partition")
+
+
+def _merge_on_read(catalog: Catalog, granularity: str) -> PeerTable:
+    """A v2 table with our position-delete files (``delete_rows``, merge-on-read), two
+    overlapping deletes; the rows it must read as, from its Parquet files alone."""
+    from puffin.iceberg import delete_rows
+
+    properties = {"write.delete.mode": "merge-on-read", "write.delete.granularity": granularity}
+    table = create_sample_table(
+        catalog,
+        f"db.peers_mor_{granularity}",
+        rows=ROWS,
+        files=FILES,
+        seed=11,
+        properties=properties,
+    )
+    for where in ("id < 700 or id > 5990", "id >= 650 and id < 2100"):
+        table = delete_rows(table, where).table
+    files = sorted(t.file.file_path for t in table.scan().plan_files())
+    deleted = {}
+    for f in files:
+        ids = pq.read_table(metadata_path(f), columns=["id"])["id"].to_numpy()
+        deleted[f] = np.flatnonzero((ids < 700) | (ids > 5990) | ((ids >= 650) & (ids < 2100)))
+    return PeerTable(table.metadata_location, _expected(files, deleted))
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +185,12 @@ def sail_deleted(sail: SailServer, tables: dict[str, PeerTable]) -> PeerTable:
 Reader = Callable[[str], pa.Table]
 
 PEERS = [
-    "pyiceberg", "iceberg-rust", "duckdb-1.4.4", "duckdb-1.5.5", "sail", "iceberg-java",
+    "pyiceberg",
+    "iceberg-rust",
+    "duckdb-1.4.4",
+    "duckdb-1.5.5",
+    "sail",
+    "iceberg-java",
     "puffin-scan_table",
 ]
 
@@ -165,7 +198,15 @@ PEERS = [
 def read_scan_table(metadata: str) -> pa.Table:
     """Ours: :func:`puffin.iceberg.scan_table`, held to the same model as every peer."""
     return scan_table(static_table(metadata)).to_arrow()
-TABLES = ["v2-no-deletes", "v2-position-deletes", "v3-one-dv", "v3-three-dvs-one-puffin"]
+
+
+TABLES = [
+    "v2-no-deletes",
+    "v2-position-deletes",
+    *(f"v2-ours-{g}" for g in GRANULARITIES),
+    "v3-one-dv",
+    "v3-three-dvs-one-puffin",
+]
 
 
 @pytest.fixture(params=PEERS)

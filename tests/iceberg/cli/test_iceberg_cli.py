@@ -189,13 +189,30 @@ def _live_ids(home: Path) -> list[int]:
     return sorted(table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist())
 
 
+def _v1_table(home: Path) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from puffin.iceberg import local_catalog
+
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    local_catalog(home / "wh").create_table("db.v1", schema, properties={"format-version": "1"})
+
+
 @pytest.mark.slow  # about 25 s: a dozen `puffin table` processes
 def test_upgrade_delete_and_dv_commands(home: Path) -> None:
     result = _puffin(home, "sample", "db.t", "--rows", "3000", "--files", "3")
     assert result.returncode == 0, result.stderr
     ids = _live_ids(home)
 
-    refused = _puffin(home, "delete", "db.t", "--where", "id < 10")
+    # v2, copy-on-write (the default): the file with the rows is written again without them
+    cow = _json(_puffin(home, "delete", "db.t", "--where", "id < 3", "--json"), "table-delete")
+    assert cow["vectors"] == [] and cow["position_delete_files"] == []
+    assert len(cow["rewritten_files"]) == 1 and len(cow["added_files"]) == 1
+    ids = [i for i in ids if i >= 3]
+    assert _live_ids(home) == ids
+    _v1_table(home)
+    refused = _puffin(home, "delete", "db.v1", "--where", "id < 10")
     assert refused.returncode == 1 and "puffin table upgrade" in refused.stderr
     # The command line's way out comes first; the library call is named after it.
     assert refused.stderr.index("puffin table upgrade") < refused.stderr.index("upgrade_to_v3")

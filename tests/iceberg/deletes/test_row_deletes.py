@@ -123,12 +123,18 @@ def catalog(tmp_path: Path) -> Catalog:
 ALL = set(range(FILES * PER_FILE))
 
 
-def test_v2_tables_are_refused_with_the_way_out(catalog: Catalog) -> None:
+def test_positions_given_to_a_v2_table_follow_its_delete_mode(catalog: Catalog) -> None:
+    """No vector on v2: a position-delete file (merge-on-read) or the file written again
+    without the rows (copy-on-write, the default)."""
     table = _v2_table(catalog)
-    with pytest.raises(UnsupportedTableError, match="upgrade_to_v3"):
-        delete_rows(table, "id < 3")
-    with pytest.raises(UnsupportedTableError, match="upgrade_to_v3"):
-        commit_deletion_vectors(table, {_file_of(table, 0): [0]})
+    cow = commit_deletion_vectors(table, {_file_of(table, 0): [0, 5]})
+    assert cow.vectors == () and cow.deleted_rows == 2 and len(cow.rewritten_files) == 1
+    with cow.table.transaction() as tx:
+        tx.set_properties({"write.delete.mode": "merge-on-read"})
+    table = catalog.load_table("db.t")
+    mor = commit_deletion_vectors(table, {_file_of(table, 100): [1]})
+    assert mor.vectors == () and len(mor.position_delete_files) == 1
+    _assert_ids(mor.table, ALL - {0, 5, 101})
 
 
 def test_upgrade_merges_position_deletes_then_deletes_merge_into_vectors(catalog: Catalog) -> None:

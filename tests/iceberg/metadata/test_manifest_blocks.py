@@ -13,8 +13,8 @@ from pyiceberg.manifest import ManifestEntryStatus as Status
 from pyiceberg.typedef import Record
 
 from puffin.iceberg import create_sample_table, local_catalog
+from puffin.iceberg.metadata.manifest_writers import BLOCK_RECORDS, DataManifestWriter
 from puffin.iceberg.metadata.manifests import read_from_disk, read_manifest_entries
-from puffin.iceberg.metadata.v3 import BLOCK_RECORDS, DataManifestWriterV3
 
 
 def _entry(i: int) -> ManifestEntry:
@@ -36,7 +36,7 @@ def _entry(i: int) -> ManifestEntry:
 def test_entries_in_blocks_read_back_whole(tmp_path: Path, count: int) -> None:
     table = create_sample_table(local_catalog(tmp_path), "db.blocks", rows=10)
     path = tmp_path / "m.avro"
-    with DataManifestWriterV3(
+    with DataManifestWriter(
         table.spec(), table.schema(), table.io.new_output(str(path)), 7, "deflate"
     ) as writer:
         for i in range(count):
@@ -60,7 +60,7 @@ def test_a_failed_write_leaves_its_last_block_unwritten(tmp_path: Path) -> None:
     table = create_sample_table(local_catalog(tmp_path), "db.blocks", rows=10)
     path = tmp_path / "m.avro"
     with pytest.raises(RuntimeError, match="stop"):
-        with DataManifestWriterV3(
+        with DataManifestWriter(
             table.spec(), table.schema(), table.io.new_output(str(path)), 7, "deflate"
         ) as writer:
             for i in range(BLOCK_RECORDS + 5):

@@ -269,10 +269,8 @@ def test_a_list_of_whole_and_decimal_numbers_is_one_list(warehouse: Path) -> Non
 
 def test_v3_only_maintenance_says_why(tmp_path: Path) -> None:
     from puffin.errors import UnsupportedTableError
-    from puffin.iceberg import rewrite_data_files, rewrite_manifests
+    from puffin.iceberg import rewrite_manifests
 
     table = create_sample_table(local_catalog(tmp_path), "db.t", rows=10, files=1)
     with pytest.raises(UnsupportedTableError, match=r"manifests in the v3 format only"):
         rewrite_manifests(table)
-    with pytest.raises(UnsupportedTableError, match=r"row lineage, which only v3 has"):
-        rewrite_data_files(table)

@@ -1,8 +1,8 @@
-"""``puffin table upgrade|delete|dv``: row-level deletes of v3 tables from the command line.
+"""``puffin table upgrade|delete|dv``: row-level deletes from the command line.
 
 Kept apart from :mod:`.commands` (statistics, verify, sample) so each module stays one concept;
 that module adds these parsers.  Every handler loads pyiceberg only when it
-runs, and lets the :mod:`puffin.errors` tree set the exit status (a v2 table given to
+runs, and lets the :mod:`puffin.errors` tree set the exit status (a v1 table given to
 ``delete`` is an ``UnsupportedTableError`` naming ``puffin table upgrade``).
 """
 
@@ -30,10 +30,14 @@ examples:
 COND is pyiceberg's row-filter syntax, the same for every command that takes --where; it is
 bound to the table's schema before anything runs (an unknown column, or a literal that is
 not a value of its column's type, is an error).  A condition that matches every live row
-needs --all-rows.  The matching rows of each data file are merged with
-the file's live deletion vector and position deletes, written as one Puffin file and
-committed as one `delete` snapshot; no data file is rewritten.  The table must be format
-version 3 (see `puffin table upgrade`).  Nothing matched: nothing is committed.
+needs --all-rows.  Nothing matched: nothing is committed.
+
+On a v3 table the matching rows of each data file are merged with the file's live deletion
+vector and position deletes, written as one Puffin file and committed as one `delete`
+snapshot; no data file is rewritten.  On a v2 table the table's write.delete.mode decides:
+merge-on-read writes Parquet position-delete files (one per data file, or per partition
+with write.delete.granularity=partition); copy-on-write (the default) writes each data file
+with matching rows again without them, in one `overwrite` snapshot.
 """
 
 _EPILOG_UPGRADE = """\
@@ -54,7 +58,7 @@ def add_delete_commands(commands: TableCommands) -> None:
     delete = commands.add(
         "delete",
         _run_delete,
-        help="delete the rows matching a condition with deletion vectors (v3 tables)",
+        help="delete the rows matching a condition (v3: DVs; v2: as write.delete.mode says)",
         epilog=_EPILOG_DELETE,
     )
     delete.add_argument("--where", required=True, metavar="COND", help="row filter")
@@ -116,18 +120,32 @@ def _run_delete(args: argparse.Namespace, table: Table) -> int:
             "puffin_path": result.puffin_path,
             "attempts": result.attempts,
             "vectors": vectors,
+            "position_delete_files": list(result.position_delete_files),
+            "rewritten_files": list(result.rewritten_files),
+            "added_files": list(result.added_files),
         }
         print_json("table delete", doc)
         return 0
     if result.snapshot_id is None:
         print(f"no live row of {args.table} matches {args.where!r}; nothing committed")
         return 0
-    n = len(vectors)
-    print(
-        f"deleted {result.deleted_rows} row(s) from {args.table} in {n} deletion "
-        f"vector{'' if n == 1 else 's'}, snapshot {result.snapshot_id}"
-    )
-    print(f"  {result.puffin_path}")
+    head = f"deleted {result.deleted_rows} row(s) from {args.table}"
+    if result.vectors:
+        n = len(vectors)
+        print(
+            f"{head} in {n} deletion vector{'' if n == 1 else 's'}, snapshot {result.snapshot_id}"
+        )
+        print(f"  {result.puffin_path}")
+    elif result.position_delete_files:
+        n = len(result.position_delete_files)
+        print(f"{head} in {n} position-delete file(s), snapshot {result.snapshot_id}")
+        for path in result.position_delete_files:
+            print(f"  {path}")
+    else:
+        print(
+            f"{head}: {len(result.rewritten_files)} data file(s) written again as "
+            f"{len(result.added_files)}, snapshot {result.snapshot_id}"
+        )
     return 0
 
 

@@ -43,11 +43,13 @@ Positions = dict[str, "npt.NDArray[np.int64]"]
 @dataclass(frozen=True)
 class MergedDeletes:
     """What a commit writes: a full DV per data file, the delete files those supersede, and
-    how many of the positions were live rows before (``newly_deleted``)."""
+    how many of the positions were live rows before (``newly_deleted``, each file's in
+    ``added``: what a position-delete file of a v2 table holds)."""
 
     positions: Positions
     superseded: frozenset[DeleteFileKey]
     newly_deleted: int
+    added: Positions
 
 
 def live_positions(
@@ -115,24 +117,24 @@ def merge_deletes(
                 candidates.setdefault(p.path, np.empty(0, dtype=np.int64))
     index = index if index is not None else DeleteFilter(table, snapshot)
     merged: Positions = {}
-    newly = 0
+    added: Positions = {}
     for path, positions in candidates.items():
-        union = np.unique(np.asarray(positions, dtype=np.int64))
-        added = len(union)
+        union = fresh = np.unique(np.asarray(positions, dtype=np.int64))
         if read_live:
             live = live_positions(index, by_path[path])
             if len(live):
+                fresh = np.setdiff1d(union, live, assume_unique=True)
                 union = np.union1d(live, union).astype(np.int64, copy=False)
-            added = len(union) - len(live)
-        if added or (replace_position_deletes and len(union)):
+        if len(fresh) or (replace_position_deletes and len(union)):
             merged[path] = union
-            newly += added
+            added[path] = fresh
     superseded.update(
         (r.path, r.referenced_data_file)
         for r in index.refs()  # the delete manifests the index read already
         if r.referenced_data_file in merged
     )
-    return MergedDeletes(merged, frozenset(superseded), newly)
+    newly = sum(len(a) for a in added.values())
+    return MergedDeletes(merged, frozenset(superseded), newly, added)
 
 
 def live_rows(index: DeleteIndex, planned: Sequence[PlannedFile]) -> int:

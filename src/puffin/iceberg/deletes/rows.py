@@ -18,22 +18,35 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UnsupportedTableError, UsageError
-from puffin.iceberg.deletes.merge import Positions, live_rows, merge_deletes
+from puffin.iceberg.deletes.merge import MergedDeletes, Positions, live_rows, merge_deletes
+from puffin.iceberg.deletes.position_files import write_position_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.delete_file_index import scoped_data_file
 from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_checked, check_where, matching_by_file
+from puffin.iceberg.writes.rewrite import rewrite_files, target_file_size
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
 
     from puffin.blobs.dv.files import DeletionVectorEntry
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["DeleteResult", "commit_deletion_vectors", "delete_rows", "require_v3"]
+__all__ = [
+    "DeleteResult",
+    "commit_deletion_vectors",
+    "delete_mode",
+    "delete_rows",
+    "require_row_deletes",
+    "require_v3",
+]
+
+DELETE_MODE = "write.delete.mode"
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,11 @@ class DeleteResult:
     snapshot_id: int | None
     table: Table
     attempts: int = 1
+    #: on a v2 table: the Parquet position-delete files written (merge-on-read), or the
+    #: data files rewritten without the deleted rows and the files written (copy-on-write)
+    position_delete_files: tuple[str, ...] = ()
+    rewritten_files: tuple[str, ...] = ()
+    added_files: tuple[str, ...] = ()
 
     @property
     def puffin_path(self) -> str | None:
@@ -65,6 +83,30 @@ def require_v3(table: Table, action: str, why: str = "deletion vectors") -> None
             f"{action} needs an Iceberg v3 table ({why}); this table is format "
             f"version {version}: upgrade it first (`puffin table upgrade TABLE` on the "
             "command line, puffin.iceberg.upgrade_to_v3(table) in Python)"
+        )
+
+
+def delete_mode(table: Table) -> str:
+    """How deletes are written: ``"dv"`` on v3; on v2 the table's ``write.delete.mode``,
+    ``"merge-on-read"`` (position-delete files) or ``"copy-on-write"`` (Java's default)."""
+    if table.metadata.format_version >= 3:
+        return "dv"
+    mode = table.metadata.properties.get(DELETE_MODE, "copy-on-write").strip().lower()
+    if mode not in ("merge-on-read", "copy-on-write"):
+        raise UsageError(
+            f"table property {DELETE_MODE}={mode!r} is neither 'merge-on-read' nor "
+            f"'copy-on-write': set it to one of them (puffin table alter TABLE --set "
+            f"{DELETE_MODE}=merge-on-read)"
+        )
+    return mode
+
+
+def require_row_deletes(table: Table, action: str) -> None:
+    """Refuse ``action`` on a v1 table, which has no delete files."""
+    if table.metadata.format_version < 2:
+        raise UnsupportedTableError(
+            f"{action} needs an Iceberg v2 or v3 table; this table is format version 1: "
+            "upgrade it first (`puffin table upgrade TABLE`, puffin.iceberg.upgrade_to_v3)"
         )
 
 
@@ -90,7 +132,7 @@ def delete_rows(
             not a value of its type; or it matches every row and ``allow_all_rows`` is off.
         CommitConflictError: concurrent commits won ``max_attempts`` times.
     """
-    require_v3(table, "delete_rows")
+    require_row_deletes(table, "delete_rows")
     checked = check_where(table, where)
     bound = bind_checked(table, checked, where)
 
@@ -122,7 +164,7 @@ def commit_deletion_vectors(
     """
     from puffin.blobs.dv.files import DeletionVector
 
-    require_v3(table, "commit_deletion_vectors")
+    require_row_deletes(table, "commit_deletion_vectors")
     wanted: Positions = {}
     for key, positions in vectors.items():
         dv = positions if isinstance(positions, DeletionVector) else DeletionVector(positions)
@@ -144,6 +186,7 @@ def _commit_loop(
 ) -> DeleteResult:
     """Plan (only the files ``prune`` may match, if given), merge with what is live, write,
     commit; on a lost race refresh and do it again."""
+    mode = delete_mode(table)
 
     def attempt(table: Table, number: int, written: list[str]) -> DeleteResult:
         snapshot = table.current_snapshot()
@@ -161,12 +204,77 @@ def _commit_loop(
                 "nothing was deleted; to empty the table, say so (allow_all_rows=True, or "
                 "--all-rows on the command line)"
             )
+        if mode == "copy-on-write":
+            return _copy_on_write(table, snapshot, planned, merged, index, written, number)
+        if mode == "merge-on-read":
+            files = write_position_deletes(table, planned, merged.added, written)
+            committed, made = commit_snapshot(table, written, deletes=files)
+            paths = tuple(str(f.file_path) for f in files)
+            return DeleteResult(
+                merged.newly_deleted, (), made.snapshot_id, committed, number, paths
+            )
         entries, files = write_vectors(table, planned, merged.positions)
         written.append(str(entries[0].path))
-        committed, new_snapshot = commit_snapshot(
+        committed, made = commit_snapshot(
             table, written, deletes=files, superseded=merged.superseded
         )
-        snapshot_id = new_snapshot.snapshot_id
-        return DeleteResult(merged.newly_deleted, tuple(entries), snapshot_id, committed, number)
+        return DeleteResult(
+            merged.newly_deleted, tuple(entries), made.snapshot_id, committed, number
+        )
 
     return with_retries(table, attempt, max_attempts)
+
+
+def _copy_on_write(
+    table: Table,
+    snapshot: Snapshot,
+    planned: Sequence[PlannedFile],
+    merged: MergedDeletes,
+    index: DeleteFilter,
+    written: list[str],
+    number: int,
+) -> DeleteResult:
+    """The data files with deleted rows written again without them, in one ``overwrite``
+    snapshot (``delete`` when no row is left to write) that also drops the position-delete
+    files scoped to the files it removes."""
+    from pyiceberg.manifest import FileFormat
+
+    groups: dict[tuple[int, Any], list[PlannedFile]] = {}
+    for p in planned:
+        if p.path in merged.positions:
+            groups.setdefault((p.data_file.spec_id, p.data_file.partition), []).append(p)
+    added = rewrite_files(
+        table,
+        snapshot,
+        index,
+        groups,
+        target_file_size(table),
+        written,
+        deleted=merged.positions,
+        label="delete ",
+    )
+    removed = set(merged.positions)
+    scoped = {
+        (str(d.file_path), None)
+        for files in groups.values()
+        for p in files
+        for d in p.delete_files
+        if d.file_format == FileFormat.PARQUET and scoped_data_file(d) == p.path
+    }
+    committed, made = commit_snapshot(
+        table,
+        written,
+        added_data=added,
+        removed_data=removed,
+        superseded=frozenset(scoped),
+        operation="overwrite" if added else "delete",
+    )
+    return DeleteResult(
+        merged.newly_deleted,
+        (),
+        made.snapshot_id,
+        committed,
+        number,
+        rewritten_files=tuple(sorted(removed)),
+        added_files=tuple(str(f.file_path) for f in added),
+    )

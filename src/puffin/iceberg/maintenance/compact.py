@@ -1,10 +1,11 @@
-"""Compacting a v3 table's data files: :func:`rewrite_data_files`.
+"""Compacting a table's data files (v2 or v3): :func:`rewrite_data_files`.
 
 Data files that carry many deleted rows, and small files, are read (deletes applied, equality
 deletes included, with each row's lineage as Iceberg Java reads it) and written again into files of
-the target size, one partition at a time; one ``replace`` snapshot swaps them in and drops the
-deletion vectors of the files it removed, and the equality delete files that no data file left is
-old enough for (Java 1.10.2's compaction drops them too). Row lineage is kept: each row's
+the target size, one partition at a time (:mod:`puffin.iceberg.writes.rewrite`); one ``replace``
+snapshot swaps them in and drops the deletion vectors and position-delete files scoped to the files
+it removed, and the equality delete files that no data file left is old enough for (Java 1.10.2's
+compaction drops them too). On a v3 table row lineage is kept: each row's
 ``_row_id`` and ``_last_updated_sequence_number`` are written into the new files (field ids
 2147483540 and 2147483539), which every v3 reader prefers to the ids a new file would inherit, so
 Java reads the same ids before and after. (Java 1.10.2's ``rewrite_manifests`` renumbers them;
@@ -19,13 +20,12 @@ live row once and makes them exact.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.merge import live_positions
-from puffin.iceberg.deletes.rows import require_v3
+from puffin.iceberg.deletes.rows import require_row_deletes
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import (
     DeleteIndex,
@@ -34,20 +34,16 @@ from puffin.iceberg.metadata.delete_files import (
     live_delete_files,
 )
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.delete_file_index import scoped_data_file
 from puffin.iceberg.scan.delete_filter import DeleteFilter
-from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
 from puffin.iceberg.scan.plan import PlannedFile, plan_files, planned_from_tasks
 from puffin.iceberg.scan.row_filter import check_where
-from puffin.iceberg.scan.rows import RowReader
-from puffin.iceberg.writes._streaming import FileTarget
-from puffin.iceberg.writes.append import statistics_left, write_data_files
-from puffin.support.progress import Progress
+from puffin.iceberg.writes.append import statistics_left
+from puffin.iceberg.writes.rewrite import rewrite_files, target_file_size
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.manifest import DataFile
-    from pyiceberg.schema import Schema
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
@@ -72,7 +68,8 @@ class CompactResult:
     #: live rows written again, and deleted rows dropped with their files
     rows: int
     dropped_deleted_rows: int
-    #: deletion vectors removed with the data files they deleted rows of
+    #: deletion vectors (and position-delete files scoped to one file) removed with the
+    #: data files they deleted rows of
     removed_vectors: int
     bytes_before: int
     bytes_after: int
@@ -117,12 +114,10 @@ def rewrite_data_files(
         result = rewrite_data_files(table, min_deleted_fraction=0.1)
         print(result.rewritten_files, "files ->", result.added_files)
     """
-    require_v3(
-        table, "rewrite_data_files", "its new files keep each row's row lineage, which only v3 has"
-    )
+    require_row_deletes(table, "rewrite_data_files")
     _check(min_deleted_fraction, min_input_files, target_file_size_bytes, statistics)
     row_filter = None if where is None else check_where(table, where)
-    target = target_file_size_bytes or _table_target(table)
+    target = target_file_size_bytes or target_file_size(table)
 
     def attempt(table: Table, number: int, written: list[str]) -> CompactResult:
         snapshot = table.current_snapshot()
@@ -133,7 +128,9 @@ def rewrite_data_files(
         choice = _choose(index, planned, min_deleted_fraction, min_input_files, target)
         if not choice.groups:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        added = _write(table, snapshot, index, choice, target, written, progress)
+        added = rewrite_files(
+            table, snapshot, index, choice.groups, target, written, progress=progress
+        )
         whole = planned if row_filter is None else None  # ``where`` left files out of it
         dropped = _unapplied_equality_deletes(table, snapshot, choice, whole)
         return _commit(table, snapshot, choice, added, written, number, dropped)
@@ -172,12 +169,22 @@ def _commit(
 ) -> CompactResult:
     """One ``replace`` snapshot: the chosen files and their vectors out, ``added`` in, and
     the ``dropped`` equality delete files out."""
+    from pyiceberg.manifest import FileFormat
+
     chosen = [p for files in choice.groups.values() for p in files]
     removed = {p.path for p in chosen}
-    vectors = {
+    vectors: set[tuple[str, str | None]] = {
         (r.path, r.referenced_data_file)
         for r in deletion_vector_refs(table, snapshot)
         if r.referenced_data_file in removed
+    }
+    # Position-delete files scoped to one removed file go with it (a v2 table's, as Java
+    # writes them per data file); one holding rows of other files too stays.
+    vectors |= {
+        (str(d.file_path), None)
+        for p in chosen
+        for d in p.delete_files
+        if d.file_format == FileFormat.PARQUET and scoped_data_file(d) == p.path
     }
     committed, new = commit_snapshot(
         table,
@@ -199,17 +206,6 @@ def _commit(
         sum(int(f.file_size_in_bytes) for f in added),
         attempts=number,
         removed_equality_deletes=len(dropped),
-    )
-
-
-def _table_target(table: Table) -> int:
-    from pyiceberg.table import TableProperties
-
-    return int(
-        table.metadata.properties.get(
-            TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
-            TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
-        )
     )
 
 
@@ -261,75 +257,6 @@ def _choose(
             groups[key] = sorted(chosen, key=lambda p: p.path)
             deleted.update((p.path, counts[p.path]) for p in chosen)
     return _Choice(groups, deleted)
-
-
-def _write(
-    table: Table,
-    snapshot: Snapshot,
-    index: DeleteIndex,
-    choice: _Choice,
-    target: int,
-    written: list[str],
-    progress: bool | None,
-) -> list[DataFile]:
-    """The chosen files' live rows, lineage included, written partition by partition."""
-    from pyiceberg.expressions import AlwaysTrue
-
-    schema = _file_schema(table)
-    lineage = list(LINEAGE_COLUMNS)
-    reader = RowReader(
-        table, table.schema(), AlwaysTrue(), True, index, lineage, file_lineage(table, snapshot)
-    )
-    total = sum(p.record_count for files in choice.groups.values() for p in files)
-    added: list[DataFile] = []
-    default = table.spec().spec_id
-    with Progress(total, label="compact ", enabled=progress) as bar:
-        for (spec_id, partition), files in choice.groups.items():
-            # Into the table's current spec, as Java's default output-spec-id: files of an
-            # older spec have their rows partitioned anew.
-            if spec_id == default:
-                into = FileTarget(schema, partition, spec_id, target)
-            else:
-                into = FileTarget(schema, None, None, target)
-            batches = _batches(reader, files, bar)
-            stream = _reader_of(schema, batches)
-            new = write_data_files(table, stream, into=into)
-            written.extend(str(f.file_path) for f in new)
-            added.extend(new)
-    return added
-
-
-def _batches(reader: RowReader, files: list[PlannedFile], bar: Progress) -> Iterator[Any]:
-    for p in files:
-        yield from reader.file_batches(p)
-        bar.update(p.record_count)
-
-
-def _file_schema(table: Table) -> Schema:
-    """The table's schema plus the two row-lineage columns, by their reserved field ids."""
-    from pyiceberg.schema import Schema
-    from pyiceberg.types import LongType, NestedField
-
-    extra = [NestedField(i, n, LongType(), required=False) for n, i in LINEAGE_COLUMNS.items()]
-    return Schema(*table.schema().fields, *extra, schema_id=table.schema().schema_id)
-
-
-def _reader_of(schema: Schema, batches: Iterator[Any]) -> pa.RecordBatchReader:
-    """The batches as one stream in the types of the first (a file's ``string`` stays
-    ``string``, as the files being rewritten hold it, not pyiceberg's ``large_string``)."""
-    import itertools
-
-    import pyarrow as pa
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-    first = next(batches, None)
-    if first is None:
-        return pa.RecordBatchReader.from_batches(
-            schema_to_pyarrow(schema, include_field_ids=False), iter(())
-        )
-    arrow = first.schema
-    rest = (b if b.schema.equals(arrow) else b.cast(arrow) for b in batches)
-    return pa.RecordBatchReader.from_batches(arrow, itertools.chain([first], rest))
 
 
 def _with_statistics(result: CompactResult, progress: bool | None) -> CompactResult:

@@ -23,12 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from puffin.iceberg.metadata.manifest_writers import DataManifestWriter, DeleteManifestWriter
 from puffin.iceberg.metadata.manifests import FIRST_ROW_ID, read_manifest_entries
-from puffin.iceberg.metadata.v3 import (
-    DataManifestWriterV3,
-    DeleteManifestWriterV3,
-    inherited_first_row_ids,
-)
+from puffin.iceberg.metadata.v3 import inherited_first_row_ids
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import ManifestEntry, ManifestFile
@@ -184,18 +181,19 @@ def write_manifest(
     snapshot_id: int,
     written: list[str],
 ) -> ManifestFile:
-    """One v3 manifest of ``entries`` (data or deletes) of spec ``spec_id``, listed in
-    ``written`` before it is written (a partial manifest is cleaned up too)."""
+    """One manifest of ``entries`` (data or deletes) of spec ``spec_id``, at the table's
+    format version, listed in ``written`` before it is written (a partial manifest is
+    cleaned up too)."""
     from pyiceberg.manifest import ManifestContent
 
     name = f"{uuid.uuid4()}-m{spec_id}.avro"
     path = str(table.location_provider().new_metadata_location(name))
     written.append(path)
-    writer_class = (
-        DataManifestWriterV3 if content == ManifestContent.DATA else DeleteManifestWriterV3
-    )
+    writer_class = DataManifestWriter if content == ManifestContent.DATA else DeleteManifestWriter
     spec = table.specs()[spec_id]
-    with writer_class(spec, table.schema(), table.io.new_output(path), snapshot_id, "deflate") as w:
+    output = table.io.new_output(path)
+    version = max(2, table.metadata.format_version)  # a v1 table's manifests are not written here
+    with writer_class(spec, table.schema(), output, snapshot_id, format_version=version) as w:
         for e in entries:
             w.add_entry(e)
     return w.to_manifest_file()

@@ -1,11 +1,13 @@
 """Snapshots written here: their manifests, manifest list and summary.
 
+
 :func:`write_delete_snapshot` writes what a ``delete``, ``append``, ``overwrite`` or
-``replace`` snapshot needs, with the v3 writers of :mod:`puffin.iceberg.metadata.v3`: new
-manifests for the added deletion vectors and data files, the manifests that held superseded
-delete files or removed data files rewritten with those entries ``DELETED`` (the files kept
-in them keep their row ids), every other manifest carried as it is, and a v3 manifest list
-that gives data manifests their ``first_row_id``.  Nothing is committed here.
+``replace`` snapshot needs, at the table's format version (2 or 3): new manifests for the
+added delete files (deletion vectors, or position-delete files on v2) and data files, the
+manifests that held superseded delete files or removed data files rewritten with those
+entries ``DELETED`` (the files kept in them keep their row ids), every other manifest carried
+as it is, and a manifest list (on v3 the one of :mod:`puffin.iceberg.metadata.v3`, which
+gives data manifests their ``first_row_id``; on v2 pyiceberg's).  Nothing is committed here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from puffin.errors import UnsupportedTableError
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import snapshot_updates
 from puffin.iceberg.metadata.manifest_merge import (
@@ -209,6 +212,7 @@ def write_delete_snapshot(
 
     parent = table.current_snapshot()
     metadata = table.metadata
+    _require_v2(metadata.format_version)
     snapshot_id = metadata.new_snapshot_id()
     sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
     first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
@@ -237,19 +241,25 @@ def write_delete_snapshot(
         removed_data=gone.data,
         operation=operation,
     )
-    snapshot = Snapshot.model_validate(
-        {
-            "snapshot-id": snapshot_id,
-            "parent-snapshot-id": ids[1],
-            "sequence-number": sequence_number,
-            "manifest-list": list_path,
-            "summary": Summary(Operation(operation), **props),
-            "schema-id": metadata.current_schema_id,
-            "first-row-id": first_row_id,
-            "added-rows": next_row_id - first_row_id,
-        }
-    )
-    return DeleteSnapshot(snapshot, tuple(written))
+    fields = {
+        "snapshot-id": snapshot_id,
+        "parent-snapshot-id": ids[1],
+        "sequence-number": sequence_number,
+        "manifest-list": list_path,
+        "summary": Summary(Operation(operation), **props),
+        "schema-id": metadata.current_schema_id,
+    }
+    if metadata.format_version >= 3:
+        fields.update({"first-row-id": first_row_id, "added-rows": next_row_id - first_row_id})
+    return DeleteSnapshot(Snapshot.model_validate(fields), tuple(written))
+
+
+def _require_v2(version: int) -> None:
+    if version < 2:
+        raise UnsupportedTableError(
+            f"puffin writes snapshots of Iceberg v2 and v3 tables; this table is format "
+            f"version {version}: upgrade it (puffin.iceberg.upgrade_to_v3)"
+        )
 
 
 def _write_manifests(
@@ -299,7 +309,14 @@ def _write_manifests(
     remove_files(table, merged_away)
     written[:] = [p for p in written if p in listed]
     written.append(list_path)
-    with ManifestListWriterV3(table.io.new_output(list_path), *ids, first_row_id) as writer:
+    output = table.io.new_output(list_path)
+    if table.metadata.format_version < 3:
+        from pyiceberg.manifest import ManifestListWriterV2
+
+        with ManifestListWriterV2(output, *ids, "deflate") as v2_writer:
+            v2_writer.add_manifests(manifests)
+        return gone, first_row_id
+    with ManifestListWriterV3(output, *ids, first_row_id) as writer:
         writer.add_manifests(manifests)
     return gone, writer.next_row_id
 
@@ -321,7 +338,7 @@ def commit_snapshot(
     written (the commit loop removes them if the commit fails); ``first_updates`` go before
     the snapshot's (an upgrade, a property)."""
     staged = write_delete_snapshot(
-        table,
+        _as_upgraded(table) if _upgrades(first_updates) else table,
         deletes,
         set(superseded),
         operation=operation,
@@ -334,22 +351,45 @@ def commit_snapshot(
     return v3.commit(table, requirements, [*first_updates, *updates]), staged.snapshot
 
 
+def _upgrades(updates: Sequence[Any]) -> bool:
+    """Whether ``updates`` set format version 3 (the snapshot is then written at v3)."""
+    from pyiceberg.table.update import UpgradeFormatVersionUpdate
+
+    return any(
+        isinstance(u, UpgradeFormatVersionUpdate) and u.format_version >= 3 for u in updates
+    )
+
+
+def _as_upgraded(table: Table) -> Table:
+    """``table`` as its upgrade to v3 will leave it (``next-row-id`` 0), to write for."""
+    from pyiceberg.table import Table as PyTable
+
+    from puffin.iceberg.metadata.sql_commit import upgraded_to_v3
+
+    metadata = upgraded_to_v3(table.metadata)
+    return PyTable(table.name(), metadata, table.metadata_location, table.io, table.catalog)
+
+
 def _data_manifests(
     table: Table, added: Sequence[DataFile], snapshot_id: int, written: list[str]
 ) -> list[ManifestFile]:
-    """The v3 data manifests of the added data files (ADDED entries): one per partition
-    spec the files were written in (the default spec, unless a file says otherwise)."""
+    """The data manifests of the added data files (ADDED entries; v3 records on a v3 table):
+    one per partition spec the files were written in (the default, unless a file says)."""
     from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
 
     by_spec: dict[int, list[DataFile]] = {}
     for df in added:
         spec_id = getattr(df, "spec_id", None)
         by_spec.setdefault(table.spec().spec_id if spec_id is None else spec_id, []).append(df)
+    v3 = table.metadata.format_version >= 3
     manifests = []
     for spec_id, files in sorted(by_spec.items()):
         entries = [
             manifest_entry(
-                ManifestEntryStatus.ADDED, snapshot_id, None, to_v3_data_file(df, spec_id)
+                ManifestEntryStatus.ADDED,
+                snapshot_id,
+                None,
+                to_v3_data_file(df, spec_id) if v3 else df,
             )
             for df in files
         ]

@@ -4,10 +4,9 @@ Contract
 --------
 **What it writes.**  Three things pyiceberg 0.12 refuses to write, and nothing else:
 
-* v3 delete manifests (:class:`DeleteManifestWriterV3`): pyiceberg's own manifest writer at
-  format version 3, so the ``data_file`` struct keeps ``referenced_data_file``,
-  ``content_offset`` and ``content_size_in_bytes`` (a deletion vector's location); its
-  entries go into Avro blocks of :data:`BLOCK_RECORDS` (pyiceberg writes a block per entry);
+* v3 manifests (the writers of :mod:`.manifest_writers` at format version 3), so the
+  ``data_file`` struct keeps ``referenced_data_file``, ``content_offset`` and
+  ``content_size_in_bytes`` (a deletion vector's location) and ``first_row_id``;
 * v3 manifest lists (:class:`ManifestListWriterV3`): pyiceberg's v2 list writer with the v3
   schema, assigning ``first_row_id`` to every data manifest that has none, as Iceberg Java's
   ``ManifestListWriter.V3Writer`` does (existing plus added rows of each such manifest are
@@ -45,24 +44,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal
 
-from pyiceberg.avro.file import AvroOutputFile
-from pyiceberg.manifest import ManifestListWriterV2, ManifestWriterV2
-from pyiceberg.typedef import StructProtocol
+from pyiceberg.manifest import ManifestListWriterV2
 
 from puffin.errors import UnsupportedTableError
 
 if TYPE_CHECKING:
     from pyiceberg.io import OutputFile
-    from pyiceberg.manifest import DataFile, ManifestContent, ManifestEntry, ManifestFile
-    from pyiceberg.schema import Schema
+    from pyiceberg.manifest import DataFile, ManifestEntry, ManifestFile
     from pyiceberg.table import Table
     from pyiceberg.table.update import TableRequirement, TableUpdate
 
 __all__ = [
-    "DataManifestWriterV3",
-    "DeleteManifestWriterV3",
     "ManifestListWriterV3",
     "commit",
     "inherited_first_row_ids",
@@ -73,11 +67,6 @@ __all__ = [
 
 V3: Literal[3] = 3
 
-#: Manifest entries an Avro block holds (the last block of a manifest holds the rest).
-BLOCK_RECORDS = 100
-
-D = TypeVar("D", bound=StructProtocol)
-
 
 def pyiceberg_writes_v3() -> bool:
     """Whether the installed pyiceberg writes v3 metadata itself (then retire this module)."""
@@ -86,107 +75,7 @@ def pyiceberg_writes_v3() -> bool:
     return SUPPORTED_TABLE_FORMAT_VERSION >= V3
 
 
-# --- manifests --------------------------------------------------------------------------------
-
-
-class DeleteManifestWriterV3(ManifestWriterV2):
-    """A v3 delete manifest: entries are v3 ``ManifestEntry`` records (DV fields kept)."""
-
-    def content(self) -> ManifestContent:
-        from pyiceberg.manifest import ManifestContent
-
-        return ManifestContent.DELETES
-
-    @property
-    def version(self) -> Any:
-        return V3
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "deletes"}
-
-    def new_writer(self) -> Any:
-        from pyiceberg.manifest import ManifestEntry
-
-        schema = _equality_ids_as_int(self._with_partition(V3))
-        # pyiceberg's writer maps records with the v2 struct; v3 records keep the DV fields
-        # (with no record schema, the records are written by the file schema's own fields).
-        return _Blocks[ManifestEntry](
-            output_file=self._output_file,
-            file_schema=schema,
-            schema_name="manifest_entry",
-            metadata=self._meta,
-        )
-
-
-def _equality_ids_as_int(schema: Schema) -> Schema:
-    """The manifest entry schema with ``equality_ids`` a list of ``int`` (field 136), as the
-    spec and Iceberg Java have it: pyiceberg 0.12 declares ``long``, and Java 1.10.2 then
-    fails to read the entry (``Long cannot be cast to Integer``). Avro encodes both alike,
-    so only the schema changes."""
-    from pyiceberg.schema import Schema
-    from pyiceberg.types import IntegerType, ListType, NestedField, StructType
-
-    def data_file(field: NestedField) -> NestedField:
-        assert isinstance(field.field_type, StructType)
-        fields = [
-            f.model_copy(
-                update={"field_type": ListType(136, IntegerType(), element_required=True)}
-            )
-            if f.field_id == 135
-            else f
-            for f in field.field_type.fields
-        ]
-        return field.model_copy(update={"field_type": StructType(*fields)})
-
-    fields = [data_file(f) if f.name == "data_file" else f for f in schema.fields]
-    return Schema(*fields, schema_id=schema.schema_id)
-
-
-class _Blocks(AvroOutputFile[D]):
-    """pyiceberg's Avro writer with records gathered into blocks of :data:`BLOCK_RECORDS`.
-
-    pyiceberg's manifest writer hands over one entry at a time, and ``AvroOutputFile``
-    writes each as a block of its own: a count, a length, a deflate stream and a 16-byte
-    sync marker per entry. In blocks of 100, a manifest of 1,000 data files took 18 KB
-    instead of 149 KB and 0.03 s to write instead of 0.13 s, and decoded 25 % faster; one of
-    5,000 deletion vectors 48 KB instead of 858 KB. Iceberg Java's blocks hold about 64 KB."""
-
-    def __enter__(self) -> _Blocks[D]:
-        self._pending: list[D] = []
-        super().__enter__()
-        return self
-
-    def write_block(self, objects: list[D]) -> None:
-        self._pending.extend(objects)
-        if len(self._pending) >= BLOCK_RECORDS:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._pending:
-            super().write_block(self._pending)
-            self._pending = []
-
-    def __exit__(self, exctype: Any, excinst: Any, exctb: Any) -> None:
-        try:
-            if exctype is None:  # a failed write is abandoned (its file removed by the caller)
-                self._flush()
-        finally:
-            super().__exit__(exctype, excinst, exctb)
-
-
-class DataManifestWriterV3(DeleteManifestWriterV3):
-    """A v3 data manifest: added data files get their row ids from the manifest's
-    ``first_row_id``, which the manifest list assigns (:class:`ManifestListWriterV3`)."""
-
-    def content(self) -> ManifestContent:
-        from pyiceberg.manifest import ManifestContent
-
-        return ManifestContent.DATA
-
-    @property
-    def _meta(self) -> dict[str, str]:
-        return {**super()._meta, "content": "data"}
+# --- records ----------------------------------------------------------------------------------
 
 
 def to_v3_data_file(data_file: DataFile, spec_id: int) -> DataFile:

@@ -39,7 +39,13 @@ from puffin.iceberg.metadata.manifests import REFERENCED_DATA_FILE
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile, ManifestEntry
 
-__all__ = ["DeleteEntry", "DeleteFileIndex", "data_sequence", "partition_key"]
+__all__ = [
+    "DeleteEntry",
+    "DeleteFileIndex",
+    "data_sequence",
+    "partition_key",
+    "scoped_data_file",
+]
 
 #: The ``file_path`` column of a position-delete file (its bounds name the data files).
 PATH_FIELD_ID = 2147483546
@@ -233,6 +239,13 @@ def _referenced_data_file(delete_file: DataFile) -> str | None:
     if bounds is not None and bounds[0] == bounds[1]:
         return bounds[0]
     return None
+
+
+def scoped_data_file(delete_file: DataFile) -> str | None:
+    """The one data file a position-delete file deletes rows of, when its ``file_path``
+    bounds say so (lower equal to upper, as Java writes a file-scoped delete file)."""
+    bounds = _path_bounds(delete_file)
+    return bounds[0] if bounds is not None and bounds[0] == bounds[1] else None
 
 
 def _path_bounds(delete_file: DataFile) -> tuple[str, str] | None:

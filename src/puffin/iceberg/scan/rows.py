@@ -88,9 +88,13 @@ class RowReader:
         self._shapes: dict[tuple[str, tuple[tuple[int, str], ...]], _FileShape] = {}
         self.equality = EqualityDeletes(table, self._schemas)
 
-    def file_batches(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
-        """``planned``'s live rows matching the filter, in file order."""
-        positions = self.deletes.positions(planned.path, planned.delete_files)
+    def file_batches(self, planned: PlannedFile, deleted: Any = None) -> Iterator[pa.RecordBatch]:
+        """``planned``'s live rows matching the filter, in file order; ``deleted`` (sorted
+        positions) replaces what its position deletes delete."""
+        if deleted is not None:
+            positions = deleted
+        else:
+            positions = self.deletes.positions(planned.path, planned.delete_files)
         plain = positions is None and not planned.equality_deletes
         if plain and not self.lineage and self.pushdown:
             yield from self._pushed_down(planned)
@@ -168,8 +172,13 @@ class RowReader:
         return shape
 
     def _live(
-        self, planned: PlannedFile, shape: _FileShape, batch: pa.RecordBatch, positions: Any,
-        offset: int, keys: FileKeys | None = None,
+        self,
+        planned: PlannedFile,
+        shape: _FileShape,
+        batch: pa.RecordBatch,
+        positions: Any,
+        offset: int,
+        keys: FileKeys | None = None,
     ) -> pa.RecordBatch | None:
         """The rows of ``batch`` (rows ``offset ..`` of the file) that are live and match,
         in the scan's shape; None if there are none."""
