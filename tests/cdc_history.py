@@ -106,9 +106,12 @@ def commit_change(table: Any, deletes: list[Any], data: list[Any]) -> Any:
 Step = tuple[str, "list[int | None]", int, "tuple[str, ...]"]
 
 
-def build_history(folder: Path, partitioned: bool, steps: Sequence[Step]) -> tuple[Any, Model]:
-    """The table ``db.cdc`` in a catalog under ``folder`` after ``steps`` (on a first
-    append of ids 0, 1, 2, null, 3 in partition 0 and 1 in partition 1), and its model."""
+def build_history(
+    folder: Path, partitioned: bool, steps: Sequence[Step], format_version: int = 3
+) -> tuple[Any, Model]:
+    """The table ``db.cdc`` (at ``format_version`` 2 or 3) in a catalog under ``folder``
+    after ``steps`` (on a first append of ids 0, 1, 2, null, 3 in partition 0 and 1 in
+    partition 1), and its model."""
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import IdentityTransform
 
@@ -118,7 +121,7 @@ def build_history(folder: Path, partitioned: bool, steps: Sequence[Step]) -> tup
     spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p"))
     created = catalog.create_table("db.cdc", cdc_schema(), partition_spec=spec if partitioned
                                    else PartitionSpec())  # fmt: skip
-    table = upgrade_to_v3(created)
+    table = upgrade_to_v3(created) if format_version == 3 else created
     model = Model()
     table = append(table, cdc_arrow(model.insert([0, 1, 2, None, 3], 0) + model.insert([1], 1)))
     model.sequence += 1

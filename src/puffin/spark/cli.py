@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from puffin.blobs.standard import NDV
 from puffin.cli.output import print_json
 from puffin.errors import IntegrationError, MissingDependencyError, PuffinError, UsageError
+from puffin.iceberg.cli.deletes import written_files, written_line
 from puffin.spark._java import check_java, local_session, log_directory
 from puffin.spark._progress import JobProgress
 from puffin.spark.deletes import (
@@ -47,7 +48,7 @@ examples:
   puffin spark stats db.events                       sketch every column, commit the file
   puffin spark stats db.events --columns id,user --no-commit --json
   puffin spark dv db.events --where "country = 'XX' and ts < '2024-01-01T00:00:00'"
-  puffin spark dv db.events --where "category = 7" --commit   delete them (v3 tables)
+  puffin spark dv db.events --where "category = 7" --commit   delete them
   puffin spark migrate-deletes db.events             v2 position deletes -> deletion vectors
   puffin spark migrate-deletes db.events --commit    ... committed: the table becomes v3
   puffin spark convert-equality-deletes db.cdc        equality deletes -> deletion vectors
@@ -123,8 +124,8 @@ def _add_delete_commands(
     dv.add_argument(
         "--commit",
         action="store_true",
-        help="commit the rows as deleted: one v3 `delete` snapshot, merged with the live "
-        "vectors (v3 tables: see `puffin table upgrade`)",
+        help="commit the rows as deleted: on v3 one `delete` snapshot merged with the live "
+        "vectors; on v2 as the table's write.delete.mode says",
     )
     dv.set_defaults(func=_cli_dv)
 
@@ -275,20 +276,17 @@ def _cli_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _vector_docs(entries: Sequence[DeletionVectorEntry]) -> list[dict[str, object]]:
+    keys = ("referenced_data_file", "content_offset", "content_size_in_bytes", "record_count")
+    return [{k: getattr(e, k) for k in keys} for e in entries]
+
+
 def _print_entries(args: argparse.Namespace, entries: Sequence[DeletionVectorEntry]) -> int:
     if args.json:
         doc = {
             "path": entries[0].path if entries else None,
             "file_size_in_bytes": entries[0].file_size_in_bytes if entries else None,
-            "deletion_vectors": [
-                {
-                    "referenced_data_file": e.referenced_data_file,
-                    "content_offset": e.content_offset,
-                    "content_size_in_bytes": e.content_size_in_bytes,
-                    "record_count": e.record_count,
-                }
-                for e in entries
-            ],
+            "deletion_vectors": _vector_docs(entries),
         }
         print_json(f"spark {args.spark_command}", doc)
         return 0
@@ -310,22 +308,15 @@ def _print_committed(args: argparse.Namespace, result: DeleteResult) -> int:
             "snapshot_id": result.snapshot_id,
             "deleted_rows": result.deleted_rows,
             "path": result.puffin_path,
-            "deletion_vectors": [
-                {
-                    "referenced_data_file": e.referenced_data_file,
-                    "content_offset": e.content_offset,
-                    "content_size_in_bytes": e.content_size_in_bytes,
-                    "record_count": e.record_count,
-                }
-                for e in result.vectors
-            ],
+            "deletion_vectors": _vector_docs(result.vectors),
+            **written_files(result),
         }
         print_json(f"spark {args.spark_command}", doc)
     elif result.snapshot_id is None:
         print("no live row matches: nothing committed")
     else:
         print(f"committed snapshot {result.snapshot_id}: {result.deleted_rows} rows deleted")
-        print(f"  {len(result.vectors)} deletion vectors in {result.puffin_path}")
+        print(f"  {written_line(result)}")
     return 0
 
 

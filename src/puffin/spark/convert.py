@@ -33,7 +33,8 @@ def convert_equality_deletes(
 
     Data files must be Parquet, and keys not floating-point (Spark's join takes -0.0 for
     0.0): :class:`~puffin.errors.UnsupportedTableError` otherwise, naming the Python job
-    that converts them. v3 tables only, as the Python job.
+    that converts them. On a v2 table the rows become position-delete files, as in the
+    Python job.
 
     Example::
 

@@ -208,17 +208,23 @@ def delete_rows(
     *,
     allow_all_rows: bool = True,
 ) -> DeleteResult:
-    """Delete the rows matching ``where`` (a row filter) from a v3 table, committed.
+    """Delete the rows matching ``where`` (a row filter) from a v2 or v3 table, committed.
 
     The executors find the positions (:func:`deletion_vector_positions` on the current
-    snapshot); the driver commits them with :func:`puffin.iceberg.commit_deletion_vectors`,
-    which merges them with the live vectors, writes one Puffin file and commits one
-    ``delete`` snapshot (retrying on concurrent commits).  A v1/v2 table is refused with
+    snapshot); the driver commits them with :func:`puffin.iceberg.commit_deletion_vectors`:
+    on v3 merged with the live vectors into one Puffin file, on v2 as the table's
+    ``write.delete.mode`` says (position-delete files, or the files written again without
+    the rows), in one snapshot retried on concurrent commits.  A v1 table is refused with
     :class:`puffin.errors.UnsupportedTableError` before Spark runs.
     """
-    from puffin.iceberg.deletes.rows import commit_deletion_vectors, require_v3
+    from puffin.iceberg.deletes.rows import (
+        commit_deletion_vectors,
+        delete_mode,
+        require_row_deletes,
+    )
 
-    require_v3(table, "delete_rows")
+    require_row_deletes(table, "delete_rows")
+    delete_mode(table)  # a bad write.delete.mode is refused before Spark runs
     vectors = deletion_vector_positions(spark, table, where, merge_existing=False)
     return commit_deletion_vectors(table, vectors, allow_all_rows=allow_all_rows)
 

@@ -36,7 +36,7 @@ from peers import (
     read_sail,
     static_table,
 )
-from puffin.errors import ColumnNotFoundError, UnsupportedTableError, UsageError
+from puffin.errors import ColumnNotFoundError, UsageError
 from puffin.iceberg import (
     deletion_vector_refs,
     local_catalog,
@@ -445,10 +445,11 @@ def test_spark_deletes_commit(
     from puffin.cli import main
 
     session = spark_session
-    v2 = _v2_table(catalog)
-    with pytest.raises(UnsupportedTableError, match="upgrade_to_v3"):
-        ps.delete_rows(session, v2, "id < 10")
-    table = upgrade_to_v3(v2)
+    v2 = _v2_table(catalog, "db.v2")
+    cow = ps.delete_rows(session, v2, "id < 3")  # v2: copy-on-write, Java's default
+    assert cow.deleted_rows == 3 and len(cow.rewritten_files) == 1 and cow.vectors == ()
+    _assert_ids(cow.table, ALL - {0, 1, 2})
+    table = upgrade_to_v3(_v2_table(catalog))
     # The condition is pyiceberg's row filter, the same as delete_rows takes.
     sevens = ", ".join(map(str, sorted(SAIL_IDS)))
     first = ps.delete_rows(session, table, f"id < 10 OR id IN ({sevens})")
@@ -473,6 +474,17 @@ def test_spark_deletes_commit(
     assert main([*again, "--where", "id = 11", "--commit"]) == 0
     assert "nothing committed" in capsys.readouterr().out
     assert main([*again, "--where", "id = 11", "--commit", "--no-merge"]) == 2
+
+    # v2, merge-on-read: position-delete files, and the command says so
+    with catalog.load_table("db.v2").transaction() as tx:
+        tx.set_properties({"write.delete.mode": "merge-on-read"})
+    on_v2 = ["spark", "dv", "db.v2", "--warehouse", str(tmp_path / "wh"), "--no-progress"]
+    assert main([*on_v2, "--where", "id < 5 or id = 150", "--commit"]) == 0
+    assert "2 position-delete file(s) written" in capsys.readouterr().out  # one per data file
+    _assert_ids(catalog.load_table("db.v2"), ALL - {0, 1, 2, 3, 4, 150})
+    code = main([*on_v2, "--where", "id = 250", "--commit", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(doc["position_delete_files"]) == 1 and doc["deletion_vectors"] == []
 
 
 def test_spark_migrates_position_deletes_in_the_upgrade(

@@ -1,12 +1,12 @@
 """CDC histories through equality deletes, every job held to a model computed in plain Python.
 
 Hypothesis draws a history (tests/cdc_history.py: appends, deletes by key, upserts, keys
-repeating across commits, null keys, partitioned or not) on a v3 table, checked against the
-model: ``scan_table``; ``compute_table_statistics`` (the NDV of a column unique per row is
-the live row count); ``delete_rows`` (it counts live rows only); then either
-``convert_equality_deletes`` (no equality delete left, rows unchanged, no ``_row_id``
-changed) or ``rewrite_data_files`` (rows unchanged, equality deletes dropped with the files
-they applied to).
+repeating across commits, null keys, partitioned or not) on a v2 or v3 table, checked against
+the model: ``scan_table``; ``compute_table_statistics`` (the NDV of a column unique per row is
+the live row count); ``delete_rows`` (it counts live rows only; on v2 by the table's delete
+mode, drawn); then either ``convert_equality_deletes`` (no equality delete left, rows
+unchanged, on v3 no ``_row_id`` changed) or ``rewrite_data_files`` (rows unchanged, equality
+deletes dropped with the files they applied to).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ step = st.tuples(
     steps=st.lists(step, min_size=2, max_size=6),
     compact=st.booleans(),
     cut=st.integers(0, 40),
+    mode=st.sampled_from(["dv", "merge-on-read", "copy-on-write"]),
 )
 def test_cdc_history_reads_as_the_model_through_every_job(
     tmp_path_factory: pytest.TempPathFactory,
@@ -70,9 +71,15 @@ def test_cdc_history_reads_as_the_model_through_every_job(
     steps: list[tuple[str, list[int | None], int, tuple[str, ...]]],
     compact: bool,
     cut: int,
+    mode: str,
 ) -> None:
-
-    table, model = build_history(tmp_path_factory.mktemp("cdc"), partitioned, steps)
+    version = 3 if mode == "dv" else 2
+    folder = tmp_path_factory.mktemp("cdc")
+    table, model = build_history(folder, partitioned, steps, version)
+    if version == 2:
+        with table.transaction() as tx:
+            tx.set_properties({"write.delete.mode": mode})
+        table = table.refresh()
 
     assert live_rows(table) == model.live()
     stats = compute_table_statistics(table, columns=["tag"], commit=False)
@@ -85,20 +92,21 @@ def test_cdc_history_reads_as_the_model_through_every_job(
     model.rows = [(s, r) for s, r in model.rows if r[2] >= cut]
     assert live_rows(table) == model.live()
 
-    before = _row_ids(table)
+    before = _row_ids(table) if version == 3 else None
     if compact:
         compacted = rewrite_data_files(table, min_deleted_fraction=0.0, min_input_files=1,
                                        statistics="none")  # fmt: skip
         table = compacted.table
         assert live_rows(table) == model.live()
-        assert _row_ids(table) == before
+        assert before is None or _row_ids(table) == before
         assert not equality_files(table) or compacted.snapshot_id is None
     else:
         converted = convert_equality_deletes(table)
         table = converted.table
         assert not equality_files(table)
         assert live_rows(table) == model.live()
-        assert _row_ids(table) == before
+        assert before is None or _row_ids(table) == before
+        assert table.metadata.format_version == version
 
 
 def _row_ids(table: Any) -> list[tuple[int, int]]:
@@ -109,7 +117,8 @@ def _row_ids(table: Any) -> list[tuple[int, int]]:
 
 def test_the_command_converts_once_then_finds_nothing(tmp_path: Path) -> None:
     """``puffin table convert-equality-deletes --json`` in its documented shape; a second run
-    commits nothing; a v2 table is refused with one line and exit 1 (a table error)."""
+    commits nothing; a v2 table's become a position-delete file; a v1 table (no deletes) is
+    refused with one line and exit 1 (a table error)."""
     import contextlib
     import io
     import json
@@ -119,6 +128,8 @@ def test_the_command_converts_once_then_finds_nothing(tmp_path: Path) -> None:
 
     catalog = make_catalog(tmp_path)
     v2 = append(catalog.create_table("db.v2", cdc_schema()), cdc_arrow([(1, 0, 0), (2, 0, 1)]))
+    v2 = commit_change(v2, [cdc_equality_file(v2, tmp_path, ("id",), [(2,)], None)], [])
+    v1 = catalog.create_table("db.v1", cdc_schema(), properties={"format-version": "1"})
     table = append(upgrade_to_v3(catalog.create_table("db.t", cdc_schema())),
                    cdc_arrow([(1, 0, 0), (None, 0, 1), (2, 1, 2)]))  # fmt: skip
     eq = cdc_equality_file(table, tmp_path, ("id",), [(None,), (2,)], None)
@@ -143,9 +154,21 @@ def test_the_command_converts_once_then_finds_nothing(tmp_path: Path) -> None:
     converted = catalog.load_table("db.t")
     assert live_rows(converted) == [(1, 0, 0)]
     assert "equality-deletes" not in [w.kind for w in verify_table(converted).warnings]
-    status, _, err = run("db.v2")
+    status, out, _ = run("db.v2")
+    assert status == 0 and json.loads(out)["converted_rows"] == 1
+    v2 = catalog.load_table("db.v2")
+    assert v2.metadata.format_version == 2 and live_rows(v2) == [(1, 0, 0)]
+    kinds = {d.content for d in _live_deletes(v2)}
+    assert kinds == {1}  # position deletes, the equality delete file gone
+    status, _, err = run("db.v1")
     assert status == 1 and "upgrade" in err and len(err.strip().splitlines()) == 1
-    assert v2.metadata.format_version == 2
+    assert v1.metadata.format_version == 1
+
+
+def _live_deletes(table: Any) -> list[Any]:
+    from puffin.iceberg.metadata.delete_files import live_delete_files
+
+    return list(live_delete_files(table, table.current_snapshot()).values())
 
 
 def test_commits_landing_during_the_conversion_keep_their_effect(

@@ -17,9 +17,10 @@ from puffin.iceberg.cli._base import TableCommands
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
+    from puffin.iceberg.deletes.rows import DeleteResult
     from puffin.iceberg.metadata.delete_files import DeletionVectorRef
 
-__all__ = ["add_delete_commands"]
+__all__ = ["add_delete_commands", "written_files", "written_line"]
 
 
 _EPILOG_DELETE = """\
@@ -120,33 +121,39 @@ def _run_delete(args: argparse.Namespace, table: Table) -> int:
             "puffin_path": result.puffin_path,
             "attempts": result.attempts,
             "vectors": vectors,
-            "position_delete_files": list(result.position_delete_files),
-            "rewritten_files": list(result.rewritten_files),
-            "added_files": list(result.added_files),
+            **written_files(result),
         }
         print_json("table delete", doc)
         return 0
     if result.snapshot_id is None:
         print(f"no live row of {args.table} matches {args.where!r}; nothing committed")
         return 0
-    head = f"deleted {result.deleted_rows} row(s) from {args.table}"
-    if result.vectors:
-        n = len(vectors)
-        print(
-            f"{head} in {n} deletion vector{'' if n == 1 else 's'}, snapshot {result.snapshot_id}"
-        )
-        print(f"  {result.puffin_path}")
-    elif result.position_delete_files:
-        n = len(result.position_delete_files)
-        print(f"{head} in {n} position-delete file(s), snapshot {result.snapshot_id}")
-        for path in result.position_delete_files:
-            print(f"  {path}")
-    else:
-        print(
-            f"{head}: {len(result.rewritten_files)} data file(s) written again as "
-            f"{len(result.added_files)}, snapshot {result.snapshot_id}"
-        )
+    print(f"deleted {result.deleted_rows} row(s) from {args.table}, snapshot {result.snapshot_id}")
+    print(f"  {written_line(result)}")
     return 0
+
+
+def written_line(result: DeleteResult) -> str:
+    """What a committed delete wrote, in one line (``puffin table delete``, ``puffin spark
+    dv --commit``)."""
+    if result.vectors:
+        n = len(result.vectors)
+        return f"{n} deletion vector{'' if n == 1 else 's'} in {result.puffin_path}"
+    if result.position_delete_files:
+        return f"{len(result.position_delete_files)} position-delete file(s) written"
+    return (
+        f"{len(result.rewritten_files)} data file(s) written again as "
+        f"{len(result.added_files)} without the rows (copy-on-write)"
+    )
+
+
+def written_files(result: DeleteResult) -> dict[str, list[str]]:
+    """The files a delete wrote on a v2 table, as its ``--json`` documents list them."""
+    return {
+        "position_delete_files": list(result.position_delete_files),
+        "rewritten_files": list(result.rewritten_files),
+        "added_files": list(result.added_files),
+    }
 
 
 def _ref_doc(r: DeletionVectorRef, rows: dict[str, int]) -> dict[str, Any]:

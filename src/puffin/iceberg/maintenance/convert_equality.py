@@ -1,4 +1,4 @@
-"""Turning a v3 table's equality deletes into deletion vectors: :func:`convert_equality_deletes`.
+"""Turning a table's equality deletes into position deletes: :func:`convert_equality_deletes`.
 
 Streaming writers (Flink, Kafka Connect, Debezium sinks, iceberg-rust) delete by key: an
 equality delete file says "every row with ``id = 7`` written before me is gone", and every
@@ -11,8 +11,10 @@ Arrow) are merged with the file's deletion vector and position deletes into one 
 snapshot adds those vectors and removes every equality delete file with the vectors they
 supersede. Every reader's rows stay the same and no row id changes. The commit is retried on
 the table as it is then if another writer committed meanwhile (an append or delete that
-landed keeps its effect: the conversion is done again over it). A v2 table is refused:
-:func:`~puffin.iceberg.upgrade_to_v3` first (position-delete files are not written here).
+landed keeps its effect: the conversion is done again over it). A v2 table, which has no
+deletion vectors, gets Parquet position-delete files instead (one per data file, or per
+partition: :mod:`~puffin.iceberg.deletes.position_files`), holding the rows its equality
+deletes remove that no position delete removes already.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from puffin.iceberg.deletes.merge import merge_deletes
-from puffin.iceberg.deletes.rows import require_v3
+from puffin.iceberg.deletes.position_files import write_position_deletes
+from puffin.iceberg.deletes.rows import require_row_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import is_equality_delete, live_delete_files
@@ -72,22 +75,17 @@ def convert_equality_deletes(
     progress: bool | None = False,
     match: Matcher | None = None,
 ) -> ConvertResult:
-    """Replace the current snapshot's equality delete files by deletion vectors, in one
-    ``replace`` snapshot (see the module docstring). ``progress``: a bar over the rows of
-    the data files whose keys are read. ``match`` finds the deleted rows instead of this
-    process (:data:`Matcher`).
+    """Replace the current snapshot's equality delete files by deletion vectors (on v2,
+    position-delete files), in one ``replace`` snapshot (see the module docstring).
+    ``progress``: a bar over the rows of the data files whose keys are read. ``match``
+    finds the deleted rows instead of this process (:data:`Matcher`).
 
     Example::
 
         result = convert_equality_deletes(table)
         print(result.equality_files, "equality delete files ->", result.data_files, "vectors")
     """
-    require_v3(
-        table,
-        "convert_equality_deletes",
-        "the rows become deletion vectors; a v2 table would need position-delete files, "
-        "which are not written here",
-    )
+    require_row_deletes(table, "convert_equality_deletes")
 
     def attempt(table: Table, number: int, written: list[str]) -> ConvertResult:
         snapshot = table.current_snapshot()
@@ -105,15 +103,15 @@ def convert_equality_deletes(
         positional = [p.positional() for p in planned]
         merged = merge_deletes(table, snapshot, positional, matched, index=deletes)
         files: list[DataFile] = []
-        if merged.positions:
+        superseded = merged.superseded | equality
+        if table.metadata.format_version < 3:  # the rows each file loses, in Parquet
+            files = write_position_deletes(table, positional, merged.added, written)
+            superseded = frozenset(equality)
+        elif merged.positions:
             entries, files = write_vectors(table, positional, merged.positions)
             written.append(str(entries[0].path))
         committed, new = commit_snapshot(
-            table,
-            written,
-            deletes=files,
-            superseded=merged.superseded | equality,
-            operation="replace",
+            table, written, deletes=files, superseded=superseded, operation="replace"
         )
         counts = (len(equality), len(merged.positions), merged.newly_deleted)
         return ConvertResult(committed, new.snapshot_id, *counts, attempts=number)
