@@ -197,8 +197,9 @@ def test_java_reads_our_schema_and_spec_changes(tmp_path: Path, java: JavaPeer) 
             spec.add_field("id", BucketTransform(4), "id_bucket")
     data = model.data.drop_columns(["tag"])
     data = data.rename_columns(["total" if n == "amount" else n for n in data.column_names])
-    data = data.set_column(data.schema.get_field_index("category"), "category",
-                           data["category"].cast(pa.int64()))
+    data = data.set_column(
+        data.schema.get_field_index("category"), "category", data["category"].cast(pa.int64())
+    )
     model.data = data.append_column("note", pa.nulls(data.num_rows, pa.large_string()))
     assert _lineage(java, table, model) == before  # a schema change rewrites no row id
     batch = sample_batch(300, start=40_000, seed=5).drop_columns(["tag"])
@@ -239,7 +240,8 @@ def test_java_finds_nothing_left_after_our_expire(tmp_path: Path, java: JavaPeer
     later = "TIMESTAMP '2999-01-01 00:00:00'"
     java_expire = java.sql(
         f"CALL `default`.system.expire_snapshots(table => 'db.exp', older_than => {later}, "
-        "retain_last => 1)", warehouse=tmp_path,
+        "retain_last => 1)",
+        warehouse=tmp_path,
     ).to_pylist()[0]
     assert all(v == 0 for k, v in java_expire.items() if k.endswith("_count")), java_expire
     # Java refuses a cutoff less than a day old: every file is made two days old instead.
@@ -251,8 +253,10 @@ def test_java_finds_nothing_left_after_our_expire(tmp_path: Path, java: JavaPeer
         os.utime(path, (old, old))
     orphans = java.sql(
         "CALL `default`.system.remove_orphan_files(table => 'db.exp', older_than => "
-        "TIMESTAMP '" + (datetime.datetime.now() - datetime.timedelta(days=1)).strftime(
-            "%Y-%m-%d %H:%M:%S") + "', dry_run => true)", warehouse=tmp_path,
+        "TIMESTAMP '"
+        + (datetime.datetime.now() - datetime.timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
+        + "', dry_run => true)",
+        warehouse=tmp_path,
     )
     found = [Path(local_path(p) or "") for p in orphans.column(0).to_pylist()]
     assert found == [stray], found
@@ -267,9 +271,11 @@ def test_java_reads_the_same_row_ids_after_our_rewrites(tmp_path: Path, java: Ja
     catalog = make_catalog(tmp_path)
     table = upgrade_to_v3(create_sample_table(catalog, "db.rw", rows=3000, files=3))
     model = _Rows(table)
-    for where, keep in (("id < 100", lambda r: r["id"] >= 100),
-                        ("id >= 1100 and id < 1150", lambda r: not 1100 <= r["id"] < 1150),
-                        ("category = 7", lambda r: r["category"] != 7)):
+    for where, keep in (
+        ("id < 100", lambda r: r["id"] >= 100),
+        ("id >= 1100 and id < 1150", lambda r: not 1100 <= r["id"] < 1150),
+        ("category = 7", lambda r: r["category"] != 7),
+    ):
         table = delete_rows(table, where).table
         model.keep(keep)
     batch = sample_batch(300, start=5000, seed=5)
@@ -372,17 +378,23 @@ def test_our_orphans_are_javas_orphans(tmp_path: Path, java: JavaPeer) -> None:
     compute_table_statistics(table, progress=False)
     table = catalog.load_table("db.orph")
     root = Path(local_path(table.location()) or "")
-    strays = [root / "data" / "killed.parquet", root / "data" / "killed-deletes.puffin",
-              root / "metadata" / "killed-m0.avro", root / "metadata" / "snap-9-killed.avro",
-              root / "metadata" / "1-killed.stats"]
+    strays = [
+        root / "data" / "killed.parquet",
+        root / "data" / "killed-deletes.puffin",
+        root / "metadata" / "killed-m0.avro",
+        root / "metadata" / "snap-9-killed.avro",
+        root / "metadata" / "1-killed.stats",
+    ]
     for path in strays:
         path.write_bytes(b"stray")
     old = (datetime.datetime.now() - datetime.timedelta(days=2)).timestamp()
     for path in root.rglob("*"):
         os.utime(path, (old, old))
     cutoff = (datetime.datetime.now() - datetime.timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S")
-    call = (f"CALL `default`.system.remove_orphan_files(table => 'db.orph', "
-            f"older_than => TIMESTAMP '{cutoff}', dry_run => true)")
+    call = (
+        f"CALL `default`.system.remove_orphan_files(table => 'db.orph', "
+        f"older_than => TIMESTAMP '{cutoff}', dry_run => true)"
+    )
     listed = java.sql(call, warehouse=tmp_path).column(0).to_pylist()
     javas = {Path(local_path(p) or "") for p in listed}
     ours = remove_orphan_files(table, older_than=datetime.timedelta(days=1), dry_run=True)
@@ -500,9 +512,7 @@ def test_java_writes_v3_we_read_and_delete_on_top(tmp_path: Path, java: JavaPeer
 def _blobs(path: str) -> dict[int, tuple[bytes, dict[str, str]]]:
     """``{field id: (decompressed theta bytes, properties)}`` of a statistics file."""
     with puffin.open(local_path(path)) as reader:
-        return {
-            meta.fields[0]: (data, dict(meta.properties)) for meta, data in reader.read_all()
-        }
+        return {meta.fields[0]: (data, dict(meta.properties)) for meta, data in reader.read_all()}
 
 
 def _java_hashes(table: Table, field_id: int, exact: bytes) -> Any:
@@ -588,8 +598,9 @@ def test_java_partition_stats_survive_our_commits(tmp_path: Path, java: JavaPeer
     we read and verify the table, delete on top, and keep Java's entries in our metadata."""
     catalog = make_catalog(tmp_path)
     for statement in (
-        JAVA_TABLE.replace("db.jw (", "db.jp (").replace("USING iceberg", "USING iceberg "
-                                                         "PARTITIONED BY (k)"),
+        JAVA_TABLE.replace("db.jw (", "db.jp (").replace(
+            "USING iceberg", "USING iceberg PARTITIONED BY (k)"
+        ),
         f"INSERT INTO `default`.db.jp {_java_rows(0, 3000)}",
         "DELETE FROM `default`.db.jp WHERE id % 10 = 0",
         "CALL `default`.system.compute_partition_stats(table => 'db.jp')",
@@ -621,12 +632,18 @@ def test_java_readable_metrics_fail_on_any_uuid_column(tmp_path: Path, java: Jav
         "db.uuids",
         Schema(NestedField(1, "id", LongType()), NestedField(2, "u", UUIDType())),
     )
-    table.append(pa.table({
-        "id": pa.array([1, 2], pa.int64()),
-        "u": pa.array([uuid.uuid4().bytes, uuid.uuid4().bytes], pa.binary(16)),
-    }))
-    ok = java.sql("SELECT readable_metrics.id.lower_bound AS low FROM `default`.db.uuids.files",
-                  warehouse=tmp_path)
+    table.append(
+        pa.table(
+            {
+                "id": pa.array([1, 2], pa.int64()),
+                "u": pa.array([uuid.uuid4().bytes, uuid.uuid4().bytes], pa.binary(16)),
+            }
+        )
+    )
+    ok = java.sql(
+        "SELECT readable_metrics.id.lower_bound AS low FROM `default`.db.uuids.files",
+        warehouse=tmp_path,
+    )
     assert ok.column("low").to_pylist() == [1]
     bug = r"Cannot cast java\.util\.UUID to java\.lang\.CharSequence"
     with pytest.raises(PeerError, match=bug):
@@ -660,9 +677,7 @@ def _concurrently(warehouse: Path) -> None:
         assert p.exitcode == 0
 
 
-def _every_reader(
-    table: Table, sail: SailServer | None, java: JavaPeer, model: _Rows
-) -> None:
+def _every_reader(table: Table, sail: SailServer | None, java: JavaPeer, model: _Rows) -> None:
     """Every reader (Sail too when given) returns exactly the model's rows."""
     schema, location = table.schema(), table.metadata_location
     readers = {
@@ -696,7 +711,8 @@ def _unreferenced(table: Table) -> set[str]:
     # Java writes through Hadoop's local file system, which puts a ".<name>.crc" beside
     # every file; those are Hadoop's, not the table's.
     return {
-        str(f) for f in root.rglob("*")
+        str(f)
+        for f in root.rglob("*")
         if f.is_file() and str(f) not in paths and not f.name.endswith(".crc")
     }
 
@@ -709,8 +725,15 @@ def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaP
     catalog = make_catalog(tmp_path)
     table = upgrade_to_v3(create_sample_table(catalog, "db.story", rows=4000, files=2))
     model = _Rows(table)
-    batches = [sample_batch(n, start=start, seed=seed) for n, start, seed in
-               ((1000, 10_000, 1), (500, 12_000, 2), (100, 13_000, 3), (300, 20_000, 7))]
+    batches = [
+        sample_batch(n, start=start, seed=seed)
+        for n, start, seed in (
+            (1000, 10_000, 1),
+            (500, 12_000, 2),
+            (100, 13_000, 3),
+            (300, 20_000, 7),
+        )
+    ]
     table = append(table, batches[0])
     model.add(batches[0])
     states = [_lineage(java, table, model)]
@@ -730,23 +753,31 @@ def test_the_v3_story_reads_the_same_in_every_engine(tmp_path: Path, java: JavaP
     states.append(_lineage(java, table, model))
     with SailServer(tmp_path / "sail") as sail:
         _every_reader(table, sail, java, model)
-        java.sql("ALTER TABLE `default`.db.story SET TBLPROPERTIES "
-                 "('write.update.mode' = 'merge-on-read')", warehouse=tmp_path)
-        java.sql("UPDATE `default`.db.story SET amount = -1.0 WHERE category = 50",
-                 warehouse=tmp_path)
+        java.sql(
+            "ALTER TABLE `default`.db.story SET TBLPROPERTIES "
+            "('write.update.mode' = 'merge-on-read')",
+            warehouse=tmp_path,
+        )
+        java.sql(
+            "UPDATE `default`.db.story SET amount = -1.0 WHERE category = 50", warehouse=tmp_path
+        )
         category = model.data.column("category").to_pylist()
-        amounts = [-1.0 if c == 50 else a for c, a in
-                   zip(category, model.data.column("amount").to_pylist(), strict=True)]
+        amounts = [
+            -1.0 if c == 50 else a
+            for c, a in zip(category, model.data.column("amount").to_pylist(), strict=True)
+        ]
         model.data = model.data.set_column(
-            model.data.schema.get_field_index("amount"), "amount",
+            model.data.schema.get_field_index("amount"),
+            "amount",
             pa.array(amounts, model.data.schema.field("amount").type),
         )
         table = catalog.load_table("db.story")
         _every_reader(table, sail, java, model)
     states.append(_lineage(java, table, model))
     live = set(model.data.column("id").to_pylist())
-    fifty = {i for i, c in zip(model.data.column("id").to_pylist(), category, strict=True)
-             if c == 50}
+    fifty = {
+        i for i, c in zip(model.data.column("id").to_pylist(), category, strict=True) if c == 50
+    }
     for older, newer in itertools.pairwise(states[:-1]):
         _stable(older, newer)
     # Java's UPDATE keeps every row id and moves the updated rows' sequence number forward.
@@ -815,8 +846,9 @@ def _evolve(table: Table, round_: int, model: _Rows) -> Table:
     if round_ == 5:
         model.data = data.append_column("note", pa.nulls(data.num_rows, pa.string()))
     elif round_ == 11:
-        model.data = data.rename_columns(["amount_v2" if n == "amount" else n
-                                          for n in data.column_names])
+        model.data = data.rename_columns(
+            ["amount_v2" if n == "amount" else n for n in data.column_names]
+        )
     elif round_ == 17:
         index = data.schema.get_field_index("category")
         model.data = data.set_column(index, "category", data["category"].cast(pa.int64()))
@@ -885,16 +917,28 @@ def test_thirty_rounds_then_maintenance_read_the_same_everywhere(
     ids = _lineage(java, table, model)
     # Each step, and the maintenance verify_table still asks for after it.
     steps = [
-        ("expire", lambda t: expire_snapshots(t, older_than=datetime.timedelta(0)).table,
-         {"spread-deletes", "deleted-rows"}),
+        (
+            "expire",
+            lambda t: expire_snapshots(t, older_than=datetime.timedelta(0)).table,
+            {"spread-deletes", "deleted-rows"},
+        ),
         ("rewrite-deletes", lambda t: rewrite_deletion_vectors(t).table, {"deleted-rows"}),
-        ("compact", lambda t: rewrite_data_files(
-            t, min_deleted_fraction=0.0, min_input_files=2).table, set()),
+        (
+            "compact",
+            lambda t: rewrite_data_files(t, min_deleted_fraction=0.0, min_input_files=2).table,
+            set(),
+        ),
         ("rewrite-manifests", lambda t: rewrite_manifests(t).table, set()),
-        ("remove-orphans", lambda t: (
-            remove_orphan_files(
-                t, older_than=datetime.timedelta(0), allow_short_grace_period=True
-            ), t)[1], set()),
+        (
+            "remove-orphans",
+            lambda t: (
+                remove_orphan_files(
+                    t, older_than=datetime.timedelta(0), allow_short_grace_period=True
+                ),
+                t,
+            )[1],
+            set(),
+        ),
     ]
     for name, step, asked in steps:
         table = step(table)
@@ -905,3 +949,65 @@ def test_thirty_rounds_then_maintenance_read_the_same_everywhere(
         assert report.ok, (name, report.problems)
         assert {w.kind for w in report.warnings} == asked, (name, report.warnings)
         assert not _unreferenced(table), name
+
+
+def test_java_and_we_rewrite_each_others_v2_position_deletes(
+    tmp_path: Path, java: JavaPeer
+) -> None:
+    """A v2 merge-on-read table: our position-delete files go through Java's
+    ``rewrite_position_delete_files``; Java's own (its merge-on-read ``DELETE``) through ours;
+    then the upgrade turns them into vectors. Java and ``scan_table`` read the model's rows
+    at every step."""
+    from puffin.iceberg import rewrite_position_delete_files
+
+    catalog = make_catalog(tmp_path)
+    props = {"write.delete.mode": "merge-on-read"}
+    table = create_sample_table(catalog, "db.pd", rows=4000, files=4, properties=props)
+    model = _Rows(table)
+    for where, keep in (("id < 100", lambda r: r["id"] >= 100),
+                        ("id >= 1000 and id < 1020", lambda r: not 1000 <= r["id"] < 1020),
+                        ("category = 3", lambda r: r["category"] != 3)):  # fmt: skip
+        table = delete_rows(table, where).table
+        model.keep(keep)
+    schema = table.schema()
+
+    def check(t: Table, who: str) -> None:
+        model.check(java.read(t.metadata_location), schema, f"iceberg-java after {who}")
+        model.check(scan_table(t).to_arrow(), schema, f"scan_table after {who}")
+
+    check(table, "our deletes")
+    name = "`default`.db.pd"
+    java.sql("CALL `default`.system.rewrite_position_delete_files(table => 'db.pd', "
+             "options => map('rewrite-all', 'true'))", warehouse=tmp_path)  # fmt: skip
+    table = catalog.load_table("db.pd")
+    assert table.current_snapshot().summary.operation.value == "replace"  # type: ignore[union-attr]
+    check(table, "Java's rewrite of our files")
+    java.sql(f"DELETE FROM {name} WHERE id >= 3900 OR id = 2000", warehouse=tmp_path)
+    model.keep(lambda r: r["id"] < 3900 and r["id"] != 2000)
+    java.sql(f"DELETE FROM {name} WHERE id >= 3800", warehouse=tmp_path)
+    model.keep(lambda r: r["id"] < 3800)
+    table = catalog.load_table("db.pd")
+    check(table, "Java's deletes")
+    # Java's rewrite left one file for the partition, its deletes one per data file: as
+    # many files as data files with deletes, which this table's granularity keeps
+    assert rewrite_position_delete_files(table).snapshot_id is None
+    with table.transaction() as tx:
+        tx.set_properties({"write.delete.granularity": "partition"})
+    table = catalog.load_table("db.pd")
+    before = len(_position_files(table))
+    ours = rewrite_position_delete_files(table)
+    assert ours.snapshot_id is not None and ours.files_after == 1 < before
+    check(ours.table, "our rewrite of Java's files")
+    upgraded = upgrade_to_v3(ours.table)
+    assert not _position_files(upgraded)
+    check(upgraded, "the upgrade")
+
+
+def _position_files(table: Table) -> list[Any]:
+    from puffin.iceberg.metadata.delete_files import live_delete_files
+
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    return [
+        d for d in live_delete_files(table, snapshot).values() if d.file_format.value == "PARQUET"
+    ]

@@ -66,6 +66,7 @@ _LAZY: dict[str, str] = {
     "expire_snapshots": "puffin.iceberg.maintenance.expire",
     "remove_orphan_files": "puffin.iceberg.maintenance.orphans",
     "rewrite_deletion_vectors": "puffin.iceberg.maintenance.rewrite_deletes",
+    "rewrite_position_delete_files": "puffin.iceberg.maintenance.rewrite_deletes",
     "rewrite_data_files": "puffin.iceberg.maintenance.compact",
     "rewrite_manifests": "puffin.iceberg.maintenance.rewrite_manifests",
     "RewriteManifestsResult": "puffin.iceberg.maintenance.rewrite_manifests",
@@ -131,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from puffin.iceberg.maintenance.rewrite_deletes import (
         RewriteDeletesResult,
         rewrite_deletion_vectors,
+        rewrite_position_delete_files,
     )
     from puffin.iceberg.maintenance.rewrite_manifests import (
         RewriteManifestsResult,
@@ -208,6 +210,7 @@ __all__ = [
     "rewrite_data_files",
     "rewrite_deletion_vectors",
     "rewrite_manifests",
+    "rewrite_position_delete_files",
     "sample_batch",
     "sample_schema",
     "scan_table",

@@ -22,7 +22,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from iceberg_fixtures import make_catalog
 from peers import read_duckdb, read_iceberg_rust, read_pyiceberg
 from puffin.errors import UnsupportedTableError, UsageError
-from puffin.iceberg import rewrite_data_files, scan_table
+from puffin.iceberg import rewrite_data_files, rewrite_position_delete_files, scan_table
 from puffin.iceberg.deletes.rows import delete_rows
 from puffin.iceberg.metadata.delete_files import live_delete_files
 from puffin.io.locations import local_path
@@ -226,3 +226,21 @@ def test_mistakes_are_named(catalog: Catalog, tmp_path: Path) -> None:
     v1 = catalog.create_table("db.v1", SCHEMA, properties={"format-version": "1"})
     with pytest.raises(UnsupportedTableError, match="v2 or v3"):
         delete_rows(v1, "id < 3")
+
+
+def test_rewrite_position_delete_files_merges_them_and_drops_dangling(catalog: Catalog) -> None:
+    table = _table(catalog, "db.rw", **{"write.delete.mode": "merge-on-read"})
+    for where in ("id < 10", "id >= 20 and id < 30", "id = 300", "id >= 990"):
+        table = delete_rows(table, where).table
+    # pyiceberg's own delete drops the whole last file, whose position-delete file dangles
+    with pytest.warns(UserWarning, match="falling back to copy-on-write"):
+        table.delete("id >= 750")
+    table = catalog.load_table("db.rw")
+    assert len(_delete_files(table)) == 4
+    result = rewrite_position_delete_files(table)
+    assert (result.files_before, result.files_after) == (4, 2)  # one per data file left
+    assert result.dropped_dangling == 1 and result.deleted_rows == 21
+    gone = set(range(10)) | set(range(20, 30)) | {300} | set(range(750, 1000))
+    _assert_reads(result.table, gone)
+    assert rewrite_position_delete_files(result.table).snapshot_id is None  # done already
+    assert result.table.current_snapshot().summary.operation.value == "replace"  # type: ignore[union-attr]

@@ -21,6 +21,7 @@ from puffin.iceberg import (
     delete_rows,
     deletion_vector_refs,
     rewrite_deletion_vectors,
+    sample_schema,
     scan_table,
     upgrade_to_v3,
     verify_table,
@@ -162,10 +163,12 @@ def test_position_deletes_become_vectors_and_stray_vectors_go(tmp_path: Path) ->
     assert verify_table(result.table).ok, verify_table(result.table).problems
 
 
-def test_a_table_without_deletes_is_left_alone_and_v2_is_refused(tmp_path: Path) -> None:
-    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=100, files=1)
+def test_a_table_without_deletes_is_left_alone_and_v1_is_refused(tmp_path: Path) -> None:
+    catalog = make_catalog(tmp_path)
+    v1 = catalog.create_table("db.v1", sample_schema(), properties={"format-version": "1"})
     with pytest.raises(UnsupportedTableError, match="upgrade it first"):
-        rewrite_deletion_vectors(table)
-    table = upgrade_to_v3(table)
-    result = rewrite_deletion_vectors(table)
-    assert result.snapshot_id is None and result.files_before == 0 and result.vectors == 0
+        rewrite_deletion_vectors(v1)
+    table = create_sample_table(catalog, "db.t", rows=100, files=1)
+    for t in (table, upgrade_to_v3(table)):  # v2, then v3
+        result = rewrite_deletion_vectors(t)
+        assert result.snapshot_id is None and result.files_before == 0 and result.vectors == 0

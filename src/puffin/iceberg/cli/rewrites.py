@@ -1,6 +1,6 @@
 """``puffin table rewrite-deletes``, ``convert-equality-deletes``, ``compact`` and
-``rewrite-manifests``: a v3 table's deletes gathered into few Puffin files, its equality
-deletes turned into deletion vectors, data files written again without their deleted rows,
+``rewrite-manifests``: a table's position deletes gathered into few files, its equality
+deletes turned into position deletes, data files written again without their deleted rows,
 data manifests regrouped.
 
 Each commits one ``replace`` snapshot and changes no row; the files they replace stay until
@@ -22,11 +22,13 @@ examples:
   puffin table rewrite-deletes db.events
   puffin table rewrite-deletes db.events --target-size 8MB --json
 
-Every data file with deleted rows gets one deletion vector holding all of them, and the
-vectors are written into as few Puffin files as the size target allows (default the table's
-write.delete.target-file-size-bytes, else 64 MiB). Parquet position-delete files become
-vectors; vectors of data files no longer in the table are dropped. A table whose deletes
-already sit in that few files is left as it is (exit 0, no snapshot).
+Iceberg Java's rewrite_position_delete_files. On a v3 table every data file with deleted rows
+gets one deletion vector holding all of them, and the vectors are written into as few Puffin
+files as the size target allows (default the table's write.delete.target-file-size-bytes,
+else 64 MiB); Parquet position-delete files become vectors. On a v2 table the positions are
+written again as Parquet position-delete files, one per data file or per partition
+(write.delete.granularity). Deletes of data files no longer in the table are dropped. A
+table whose deletes already sit in that few files is left as it is (exit 0, no snapshot).
 """
 
 _EPILOG_COMPACT = """\
@@ -74,14 +76,14 @@ def add_rewrite_commands(commands: TableCommands) -> None:
     deletes = commands.add(
         "rewrite-deletes",
         _run_rewrite_deletes,
-        help="gather a v3 table's deletion vectors into as few Puffin files as fit",
+        help="gather a table's position deletes into as few files as fit",
         epilog=_EPILOG_DELETES,
     )
     deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
     convert = commands.add(
         "convert-equality-deletes",
         _run_convert,
-        help="turn a v3 table's equality deletes into deletion vectors",
+        help="turn a table's equality deletes into deletion vectors (v2: position deletes)",
         epilog=_EPILOG_CONVERT,
     )
     add_progress_option(convert, "for every data file whose keys are read")
@@ -146,12 +148,13 @@ _NOT_PRINTED = ("table", "attempts")
 
 
 def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.maintenance.rewrite_deletes import rewrite_deletion_vectors
+    from puffin.iceberg.maintenance.rewrite_deletes import rewrite_position_delete_files
 
-    r = rewrite_deletion_vectors(table, target_file_size_bytes=_size(args.target_size))
+    r = rewrite_position_delete_files(table, target_file_size_bytes=_size(args.target_size))
+    what = "vector(s)" if table.metadata.format_version >= 3 else "data file(s)' positions"
     done = [
         f"rewrote {r.files_before} delete file(s) into {r.files_after}: {r.vectors} "
-        f"vector(s), {r.deleted_rows} deleted rows; snapshot {r.snapshot_id}"
+        f"{what}, {r.deleted_rows} deleted rows; snapshot {r.snapshot_id}"
     ]
     if r.dropped_dangling:
         done.append(f"  dropped {r.dropped_dangling} of data files no longer in the table")

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
-from puffin.iceberg.scan.delete_file_index import PATH_FIELD_ID
+from puffin.iceberg.scan.delete_file_index import PATH_FIELD_ID, partition_key
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,17 +64,12 @@ def write_position_deletes(
     per_file = delete_granularity(table) == "file"
     for path in sorted(p for p, pos in positions.items() if len(pos)):
         data_file = by_path[path].data_file
-        key = path if per_file else (data_file.spec_id, _partition_key(data_file))
+        key = path if per_file else partition_key(data_file)
         groups.setdefault(key, []).append(path)
     return [
         _write_one(table, [(p, positions[p]) for p in paths], by_path[paths[0]].data_file, written)
         for paths in groups.values()
     ]
-
-
-def _partition_key(data_file: DataFile) -> tuple[Any, ...]:
-    partition = data_file.partition
-    return tuple(partition[i] for i in range(len(partition)))
 
 
 def _rows(deletes: Sequence[tuple[str, npt.NDArray[np.int64]]]) -> pa.Table:

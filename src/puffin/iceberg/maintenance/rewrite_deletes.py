@@ -1,15 +1,21 @@
-"""Rewriting a v3 table's delete files: :func:`rewrite_deletion_vectors`.
+"""Rewriting a table's position deletes: :func:`rewrite_position_delete_files`.
 
-Each ``delete_rows`` writes one Puffin file, so after many deletes the live deletion vectors
-of a snapshot sit in many files, each opened by every reader. As Iceberg Java's
-``rewrite_position_delete_files`` does on a v3 table, this writes every live deleted position
-again, one vector per data file, into as few Puffin files as the size target allows, and
-commits one ``replace`` snapshot that swaps them for every live delete file: deletion vectors,
-Parquet position-delete files (turned into vectors), and vectors of data files that are no
-longer live (dropped). Equality delete files are left as they are
-(:func:`~puffin.iceberg.convert_equality_deletes` turns them into vectors). No data file
-changes and no row id changes; the replaced files stay
-referenced by older snapshots until :func:`~puffin.iceberg.expire_snapshots` removes them.
+Each ``delete_rows`` writes delete files of its own, so after many deletes a snapshot's
+deleted positions sit in many files, each opened by every reader. As Iceberg Java's
+``rewrite_position_delete_files`` does, this writes every live deleted position again and
+commits one ``replace`` snapshot that swaps the new files for every live position delete:
+
+* on v3, one deletion vector per data file, in as few Puffin files as the size target allows;
+  Parquet position-delete files become vectors;
+* on v2, Parquet position-delete files as the table's ``write.delete.granularity`` groups
+  them (one per data file, or one per partition), each holding that file's or partition's
+  positions once, sorted.
+
+Deletes of data files that are no longer live are dropped (dangling). Equality delete files
+are left as they are (:func:`~puffin.iceberg.convert_equality_deletes` converts them). No data
+file changes and no row id changes; the replaced files stay referenced by older snapshots
+until :func:`~puffin.iceberg.expire_snapshots` removes them.
+:func:`rewrite_deletion_vectors` is this job's earlier name.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from puffin.iceberg.deletes.merge import live_positions
-from puffin.iceberg.deletes.rows import require_v3
+from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
+from puffin.iceberg.deletes.rows import require_row_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import (
@@ -29,9 +36,12 @@ from puffin.iceberg.metadata.delete_files import (
 )
 from puffin.iceberg.metadata.manifests import DeleteFileKey
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.delete_file_index import partition_key
 from puffin.iceberg.scan.plan import plan_files
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
@@ -39,7 +49,7 @@ if TYPE_CHECKING:
     from puffin.blobs.dv.format import DeletionVector
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["RewriteDeletesResult", "rewrite_deletion_vectors"]
+__all__ = ["RewriteDeletesResult", "rewrite_deletion_vectors", "rewrite_position_delete_files"]
 
 #: Java's table property and default for the size of a delete file (64 MB).
 TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -55,7 +65,7 @@ class RewriteDeletesResult:
     #: live delete files before and after (Puffin files and Parquet position-delete files)
     files_before: int
     files_after: int
-    #: vectors written, one per data file with deleted rows
+    #: data files with deleted rows: one vector each (v3), or their positions rewritten (v2)
     vectors: int
     #: vectors and position-delete files that only deleted rows of data files no longer live
     dropped_dangling: int
@@ -66,34 +76,38 @@ class RewriteDeletesResult:
 
 @dataclass(frozen=True)
 class _Plan:
-    vectors: dict[str, DeletionVector]  # by data file path: built once, sized and written
-    groups: list[list[str]]
+    positions: dict[str, npt.NDArray[np.int64]]  # every deleted position, by data file path
+    vectors: dict[str, DeletionVector]  # v3: the same as vectors, built once, sized, written
+    groups: list[list[str]]  # v3: the vectors of each Puffin file
     live: dict[DeleteFileKey, DataFile]
     dangling: int
+    after: int  # the delete files the rewrite would leave
 
 
-def rewrite_deletion_vectors(
+def rewrite_position_delete_files(
     table: Table,
     *,
     target_file_size_bytes: int | None = None,
     max_attempts: int = MAX_ATTEMPTS,
     progress: Callable[[str], None] | None = None,
 ) -> RewriteDeletesResult:
-    """Rewrite the current snapshot's live deletes into as few Puffin files as fit the target.
+    """Rewrite the current snapshot's live position deletes into as few files as fit.
 
-    Every data file with deleted rows gets one vector holding all of them (from its DV and
-    any Parquet position-delete files); files are filled up to ``target_file_size_bytes``
-    (default: the table's ``write.delete.target-file-size-bytes``, else 64 MiB). The commit
-    is one ``replace`` snapshot, retried on a lost race against the table as it is then.
-    A table whose deletes already sit in that few files, with no position-delete file and
-    no vector of a removed data file, is left as it is.
+    On v3 every data file with deleted rows gets one vector holding all of them (from its
+    DV and any Parquet position-delete files), in Puffin files filled up to
+    ``target_file_size_bytes`` (default: the table's
+    ``write.delete.target-file-size-bytes``, else 64 MiB); on v2 the positions go into
+    Parquet position-delete files grouped as ``write.delete.granularity`` says. The commit
+    is one ``replace`` snapshot, retried on a lost race against the table as it is then. A
+    table whose deletes already sit in that few files, with nothing to convert and no
+    delete of a removed data file, is left as it is.
 
     Example::
 
-        result = rewrite_deletion_vectors(table)
+        result = rewrite_position_delete_files(table)
         print(result.files_before, "->", result.files_after)
     """
-    require_v3(table, "rewrite_deletion_vectors")
+    require_row_deletes(table, "rewrite_position_delete_files")
     target = _target_size(table, target_file_size_bytes)
     say = progress or (lambda message: None)
 
@@ -104,31 +118,55 @@ def rewrite_deletion_vectors(
         planned = plan_files(table, snapshot, equality=True)  # equality deletes stay as they are
         plan = _plan(table, snapshot, planned, target)
         before = len({key[0] for key in plan.live})
-        deleted = sum(len(dv) for dv in plan.vectors.values())
+        deleted = sum(len(p) for p in plan.positions.values())
         unchanged = RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
         if not _worth_it(plan):
             return unchanged
-        say(f"writing {len(plan.vectors)} vectors into {len(plan.groups)} Puffin file(s)")
-        added: list[DataFile] = []
-        for group in plan.groups:
-            entries, files = write_vectors(table, planned, {p: plan.vectors[p] for p in group})
-            written.append(str(entries[0].path))
-            added.extend(files)
+        added = _write(table, planned, plan, written, say)
         committed, new = commit_snapshot(
             table, written, deletes=added, superseded=set(plan.live), operation="replace"
         )
-        return RewriteDeletesResult(
-            committed,
-            new.snapshot_id,
-            before,
-            len(plan.groups),
-            len(plan.vectors),
-            plan.dangling,
-            deleted,
-            number,
-        )
+        after = len({str(f.file_path) for f in added})
+        counts = (before, after, len(plan.positions), plan.dangling, deleted)
+        return RewriteDeletesResult(committed, new.snapshot_id, *counts, attempts=number)
 
     return with_retries(table, attempt, max_attempts)
+
+
+def rewrite_deletion_vectors(
+    table: Table,
+    *,
+    target_file_size_bytes: int | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+    progress: Callable[[str], None] | None = None,
+) -> RewriteDeletesResult:
+    """:func:`rewrite_position_delete_files`, by the name it had when it served v3 only."""
+    return rewrite_position_delete_files(
+        table,
+        target_file_size_bytes=target_file_size_bytes,
+        max_attempts=max_attempts,
+        progress=progress,
+    )
+
+
+def _write(
+    table: Table,
+    planned: list[PlannedFile],
+    plan: _Plan,
+    written: list[str],
+    say: Callable[[str], None],
+) -> list[DataFile]:
+    """The new delete files: Puffin files of vectors (v3), or position-delete files (v2)."""
+    if table.metadata.format_version < 3:
+        say(f"writing the positions of {len(plan.positions)} data file(s)")
+        return write_position_deletes(table, planned, plan.positions, written)
+    say(f"writing {len(plan.positions)} vectors into {len(plan.groups)} Puffin file(s)")
+    added: list[DataFile] = []
+    for group in plan.groups:
+        entries, files = write_vectors(table, planned, {p: plan.vectors[p] for p in group})
+        written.append(str(entries[0].path))
+        added.extend(files)
+    return added
 
 
 def _target_size(table: Table, given: int | None) -> int:
@@ -145,17 +183,37 @@ def _target_size(table: Table, given: int | None) -> int:
 
 
 def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: int) -> _Plan:
-    """Every live data file's deleted positions as one vector, grouped into files of about
-    ``target`` bytes (a vector's blob is sized by serializing it), and the live delete files."""
+    """Every live data file's deleted positions (on v3 as one vector each, grouped into
+    Puffin files of about ``target`` bytes: a vector's blob is sized by serializing it), the
+    live position delete files, and how many are dangling."""
     from puffin.blobs.dv.format import DeletionVector
 
     index = DeleteIndex(table, snapshot)
-    vectors: dict[str, DeletionVector] = {}
+    positions = {}
     for p in planned:
         if p.delete_files:
             found = live_positions(index, p, positions_only=True)
             if len(found):
-                vectors[p.path] = DeletionVector(found)
+                positions[p.path] = found
+    vectors: dict[str, DeletionVector] = {}
+    groups: list[list[str]] = []
+    if table.metadata.format_version >= 3:
+        vectors = {path: DeletionVector(found) for path, found in positions.items()}
+        groups = _grouped(vectors, target)
+    live = {
+        k: d for k, d in live_delete_files(table, snapshot).items() if not is_equality_delete(d)
+    }
+    used = {str(d.file_path) for p in planned for d in p.delete_files}
+    dangling = sum(
+        1
+        for (path, ref), df in live.items()
+        if (ref is not None and ref not in positions) or (ref is None and path not in used)
+    )
+    after = len(groups) if vectors else _files_after(table, planned, positions)
+    return _Plan(positions, vectors, groups, live, dangling, after)
+
+
+def _grouped(vectors: dict[str, DeletionVector], target: int) -> list[list[str]]:
     groups: list[list[str]] = []
     size = target
     for path, dv in vectors.items():
@@ -165,25 +223,26 @@ def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: 
             size = 0
         groups[-1].append(path)
         size += blob
-    live = {
-        k: d for k, d in live_delete_files(table, snapshot).items() if not is_equality_delete(d)
-    }
-    used = {str(d.file_path) for p in planned for d in p.delete_files}
-    dangling = sum(
-        1
-        for (path, ref), df in live.items()
-        if (ref is not None and ref not in vectors) or (ref is None and path not in used)
-    )
-    return _Plan(vectors, groups, live, dangling)
+    return groups
+
+
+def _files_after(
+    table: Table, planned: list[PlannedFile], positions: dict[str, npt.NDArray[np.int64]]
+) -> int:
+    """The position-delete files a v2 rewrite writes: one per data file or per partition."""
+    if delete_granularity(table) == "file":
+        return len(positions)
+    parts = {partition_key(p.data_file) for p in planned if p.path in positions}
+    return len(parts)
 
 
 def _worth_it(plan: _Plan) -> bool:
-    """Whether a rewrite changes anything: fewer Puffin files, Parquet position deletes to
-    turn into vectors, or vectors of removed data files to drop."""
+    """Whether a rewrite changes anything: fewer delete files, Parquet position deletes to
+    turn into vectors (v3), or deletes of removed data files to drop."""
     from pyiceberg.manifest import FileFormat
 
     if plan.dangling:
         return True
-    if any(df.file_format != FileFormat.PUFFIN for df in plan.live.values()):
+    if plan.vectors and any(df.file_format != FileFormat.PUFFIN for df in plan.live.values()):
         return True
-    return len({key[0] for key in plan.live}) > len(plan.groups)
+    return len({key[0] for key in plan.live}) > plan.after
