@@ -47,6 +47,7 @@ REPORTS = {
     "bench_spark.py": "puffin engine=auto",
     "bench_spark_java.py": "| java merge-on-read DELETE |",
     "bench_theta.py": "date-nodedupe",
+    "bench_v2_deletes.py": "rewrite_position_delete_files:",
 }
 
 
