@@ -94,12 +94,15 @@ finally:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the warehouse ``wh`` (a v3 table with statistics and 40 % of its rows
-    deleted, so compaction has work), a pristine copy of it (restored to ``wh`` before each
-    run: the catalog holds absolute locations) and the Parquet file the writers load."""
+    deleted, so compaction has work, and a v2 table), a pristine copy of it (restored to
+    ``wh`` before each run: the catalog holds absolute locations) and the Parquet file the
+    writers load."""
     root = tmp_path_factory.mktemp("interrupts")
     table = create_sample_table(local_catalog(root / "wh"), "db.t", rows=200_000, files=2)
     table = delete_rows(upgrade_to_v3(table), "category < 80").table  # of 0..199
     compute_table_statistics(table, progress=False)
+    # A v2 table (copy-on-write deletes: its data files written again)
+    create_sample_table(local_catalog(root / "wh"), "db.v2", rows=200_000, files=2)
     pq.write_table(sample_batch(150_000, start=1_000_000, seed=3), root / "new.parquet")
     shutil.copytree(root / "wh", root / "pristine")
     return root
@@ -112,6 +115,7 @@ def _commands(wh: Path, new: Path) -> dict[str, list[str]]:
         "append": [*cli, "append", "db.t", str(new), *w],
         "add-files": [*cli, "add-files", "db.t", str(new), *w],
         "delete": [*cli, "delete", "db.t", "--where", "category >= 150", *w],
+        "delete-v2": [*cli, "delete", "db.v2", "--where", "category >= 150", *w],
         "stats": [*cli, "stats", "compute", "db.t", *w],
         "compact": [*cli, "compact", "db.t", *w],
         "expire": [*cli, "expire", "db.t", "--older-than", "0s", *w],
@@ -127,7 +131,8 @@ def _run(base: Path, name: str, delay: float | None, sig: int) -> dict[str, Any]
     wh = base / "wh"
     shutil.rmtree(wh)
     shutil.copytree(base / "pristine", wh)
-    before = local_catalog(wh, create=False).load_table("db.t").metadata_location
+    ident = "db.v2" if name.endswith("-v2") else "db.t"
+    before = local_catalog(wh, create=False).load_table(ident).metadata_location
     files = _files(wh)
     command = _commands(wh, base / "new.parquet")[name]
     start = time.monotonic()
@@ -138,7 +143,7 @@ def _run(base: Path, name: str, delay: float | None, sig: int) -> dict[str, Any]
         except subprocess.TimeoutExpired:
             proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
-    table = local_catalog(wh, create=False).load_table("db.t")
+    table = local_catalog(wh, create=False).load_table(ident)
     return {
         "rc": proc.returncode, "err": err, "out": out, "seconds": time.monotonic() - start,
         "before": before, "files": files, "table": table, "wh": wh,
@@ -182,7 +187,8 @@ def _check(name: str, r: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["append", "add-files", "delete", "stats", "compact", "expire", "overwrite"]
+    "name",
+    ["append", "add-files", "delete", "delete-v2", "stats", "compact", "expire", "overwrite"],
 )
 def test_killed_at_random_points_neither_lies_nor_leaves_debris(base: Path, name: str) -> None:
     for _ in range(2):  # the second run's time: the first also warms the disk cache
