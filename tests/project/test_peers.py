@@ -145,26 +145,30 @@ def tables(
     }
 
 
-GRANULARITIES = ("file", "partition")
+GRANULARITIES = ("file", "partition", "copy-on-write")
 
 
 def _merge_on_read(catalog: Catalog, granularity: str) -> PeerTable:
-    """A v2 table with our position-delete files (``delete_rows``, merge-on-read), two
-    overlapping deletes; the rows it must read as, from its Parquet files alone."""
+    """A v2 table after two overlapping deletes of ours (``delete_rows``): position-delete
+    files per data file or per partition, or (``copy-on-write``) data files written again;
+    the rows it must read as, from its Parquet files alone (the rewritten files' rows
+    computed from the original ones)."""
     from puffin.iceberg import delete_rows
 
     properties = {"write.delete.mode": "merge-on-read", "write.delete.granularity": granularity}
+    if granularity == "copy-on-write":
+        properties = {"write.delete.mode": "copy-on-write"}
     table = create_sample_table(
         catalog,
-        f"db.peers_mor_{granularity}",
+        f"db.peers_mor_{granularity.replace('-', '_')}",
         rows=ROWS,
         files=FILES,
         seed=11,
         properties=properties,
     )
+    files = sorted(t.file.file_path for t in table.scan().plan_files())
     for where in ("id < 700 or id > 5990", "id >= 650 and id < 2100"):
         table = delete_rows(table, where).table
-    files = sorted(t.file.file_path for t in table.scan().plan_files())
     deleted = {}
     for f in files:
         ids = pq.read_table(metadata_path(f), columns=["id"])["id"].to_numpy()

@@ -220,10 +220,10 @@ def delete_rows(
     from puffin.iceberg.deletes.rows import (
         commit_deletion_vectors,
         delete_mode,
-        require_row_deletes,
+        require_v2_or_v3,
     )
 
-    require_row_deletes(table, "delete_rows")
+    require_v2_or_v3(table, "delete_rows")
     delete_mode(table)  # a bad write.delete.mode is refused before Spark runs
     vectors = deletion_vector_positions(spark, table, where, merge_existing=False)
     return commit_deletion_vectors(table, vectors, allow_all_rows=allow_all_rows)

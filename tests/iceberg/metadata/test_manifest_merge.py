@@ -161,3 +161,31 @@ def test_rewrite_manifests_by_size(tmp_path: Path) -> None:
     split = rewrite_manifests(table, target_size_bytes=1)
     assert (split.manifests_before, split.manifests_after, split.entries) == (5, 5, 5)
     assert _lineage(split.table) == lineage
+
+
+def test_rewrite_manifests_on_a_v2_table(tmp_path: Path) -> None:
+    """v2 manifests and a v2 list, no row-lineage field: pyiceberg and DuckDB read the rows."""
+    from peers import read_duckdb
+    from puffin.iceberg import rewrite_manifests
+    from puffin.iceberg.metadata.manifests import read_manifest_list
+    from puffin.iceberg.metadata.v3 import first_row_id_of
+
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=500, files=2)
+    with table.transaction() as tx:
+        tx.set_properties({"commit.manifest-merge.enabled": "false", "write.delete.mode":
+                           "merge-on-read"})  # fmt: skip
+    table = table.refresh()
+    for i in range(4):
+        table.append(sample_batch(10, start=10_000 + 100 * i, seed=i))
+    table = delete_rows(table.refresh(), "id < 30").table
+    model = sorted(scan_table(table).to_arrow()["id"].to_pylist())
+    before, deletes = _manifests(table)
+    assert before > 4 and deletes == 1
+    result = rewrite_manifests(table)
+    assert (result.manifests_before, result.manifests_after) == (before, 1)
+    table = result.table
+    assert table.metadata.format_version == 2 and table.current_snapshot().first_row_id is None
+    assert all(first_row_id_of(m) is None for m in read_manifest_list(
+        table.io, table.current_snapshot().manifest_list))  # fmt: skip
+    assert sorted(table.scan().to_arrow()["id"].to_pylist()) == model
+    assert sorted(read_duckdb(table.metadata_location)["id"].to_pylist()) == model

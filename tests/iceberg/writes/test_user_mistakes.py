@@ -267,10 +267,12 @@ def test_a_list_of_whole_and_decimal_numbers_is_one_list(warehouse: Path) -> Non
     assert sorted(mixed.column("id").to_pylist()) == [i for i in (1, 2, 3) if i < 100]
 
 
-def test_v3_only_maintenance_says_why(tmp_path: Path) -> None:
+def test_v1_tables_are_refused_with_the_way_out(tmp_path: Path) -> None:
     from puffin.errors import UnsupportedTableError
-    from puffin.iceberg import rewrite_manifests
+    from puffin.iceberg import rewrite_manifests, sample_schema
 
-    table = create_sample_table(local_catalog(tmp_path), "db.t", rows=10, files=1)
-    with pytest.raises(UnsupportedTableError, match=r"manifests in the v3 format only"):
+    catalog = local_catalog(tmp_path)
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", sample_schema(), properties={"format-version": "1"})
+    with pytest.raises(UnsupportedTableError, match=r"v2 or v3 table.*puffin table upgrade"):
         rewrite_manifests(table)

@@ -116,7 +116,7 @@ def add_rewrite_commands(commands: TableCommands) -> None:
     manifests = commands.add(
         "rewrite-manifests",
         _run_rewrite_manifests,
-        help="regroup a v3 table's data manifests by partition and size (row ids kept)",
+        help="regroup a table's data manifests by partition and size (row ids kept)",
         epilog=_EPILOG_MANIFESTS,
     )
     manifests.add_argument("--target-size", metavar="SIZE", help="e.g. 8MB (the table's)")

@@ -42,7 +42,7 @@ __all__ = [
     "commit_deletion_vectors",
     "delete_mode",
     "delete_rows",
-    "require_row_deletes",
+    "require_v2_or_v3",
     "require_v3",
 ]
 
@@ -101,8 +101,8 @@ def delete_mode(table: Table) -> str:
     return mode
 
 
-def require_row_deletes(table: Table, action: str) -> None:
-    """Refuse ``action`` on a v1 table, which has no delete files."""
+def require_v2_or_v3(table: Table, action: str) -> None:
+    """Refuse ``action`` on a v1 table (no delete files; its snapshots are not written here)."""
     if table.metadata.format_version < 2:
         raise UnsupportedTableError(
             f"{action} needs an Iceberg v2 or v3 table; this table is format version 1: "
@@ -132,7 +132,7 @@ def delete_rows(
             not a value of its type; or it matches every row and ``allow_all_rows`` is off.
         CommitConflictError: concurrent commits won ``max_attempts`` times.
     """
-    require_row_deletes(table, "delete_rows")
+    require_v2_or_v3(table, "delete_rows")
     checked = check_where(table, where)
     bound = bind_checked(table, checked, where)
 
@@ -164,7 +164,7 @@ def commit_deletion_vectors(
     """
     from puffin.blobs.dv.files import DeletionVector
 
-    require_row_deletes(table, "commit_deletion_vectors")
+    require_v2_or_v3(table, "commit_deletion_vectors")
     wanted: Positions = {}
     for key, positions in vectors.items():
         dv = positions if isinstance(positions, DeletionVector) else DeletionVector(positions)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.merge import live_positions
-from puffin.iceberg.deletes.rows import require_row_deletes
+from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import (
     DeleteIndex,
@@ -114,7 +114,7 @@ def rewrite_data_files(
         result = rewrite_data_files(table, min_deleted_fraction=0.1)
         print(result.rewritten_files, "files ->", result.added_files)
     """
-    require_row_deletes(table, "rewrite_data_files")
+    require_v2_or_v3(table, "rewrite_data_files")
     _check(min_deleted_fraction, min_input_files, target_file_size_bytes, statistics)
     row_filter = None if where is None else check_where(table, where)
     target = target_file_size_bytes or target_file_size(table)

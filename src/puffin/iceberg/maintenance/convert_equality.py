@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.position_files import write_position_deletes
-from puffin.iceberg.deletes.rows import require_row_deletes
+from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import is_equality_delete, live_delete_files
@@ -85,7 +85,7 @@ def convert_equality_deletes(
         result = convert_equality_deletes(table)
         print(result.equality_files, "equality delete files ->", result.data_files, "vectors")
     """
-    require_row_deletes(table, "convert_equality_deletes")
+    require_v2_or_v3(table, "convert_equality_deletes")
 
     def attempt(table: Table, number: int, written: list[str]) -> ConvertResult:
         snapshot = table.current_snapshot()

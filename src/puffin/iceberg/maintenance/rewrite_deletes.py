@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
-from puffin.iceberg.deletes.rows import require_row_deletes
+from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import (
@@ -107,7 +107,7 @@ def rewrite_position_delete_files(
         result = rewrite_position_delete_files(table)
         print(result.files_before, "->", result.files_after)
     """
-    require_row_deletes(table, "rewrite_position_delete_files")
+    require_v2_or_v3(table, "rewrite_position_delete_files")
     target = _target_size(table, target_file_size_bytes)
     say = progress or (lambda message: None)
 

@@ -1,11 +1,12 @@
-"""Regrouping a v3 table's data manifests: :func:`rewrite_manifests`.
+"""Regrouping a table's data manifests (v2 or v3): :func:`rewrite_manifests`.
 
 As Iceberg Java's ``RewriteManifests``: every live data-file entry of the current snapshot
 is written again, clustered by partition, into manifests of
 ``commit.manifest.target-size-bytes`` (8 MB), as ``EXISTING`` entries that keep their
 snapshot id and sequence numbers, in one ``replace`` snapshot; delete manifests are carried
 as they are. Unlike Java 1.10.2, whose rewrite on a v3 table gives every row a new
-``_row_id``, each entry's ``first_row_id`` is written out, so no row id changes.
+``_row_id``, each entry's ``first_row_id`` is written out, so no row id changes (a v2 table
+has none).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from puffin.iceberg.deletes.rows import require_v3
+from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.manifest_merge import (
     MergePolicy,
@@ -61,9 +62,7 @@ def rewrite_manifests(
 
     from puffin.errors import UsageError
 
-    require_v3(
-        table, "rewrite_manifests", "this library writes manifests in the v3 format only"
-    )
+    require_v2_or_v3(table, "rewrite_manifests")
     target = target_size_bytes or MergePolicy.of(table).target_size
     if target < 1:
         raise UsageError(f"the target manifest size must be positive: {target}")
