@@ -273,3 +273,19 @@ def test_expiry_and_orphan_cleanup_know_position_delete_files(catalog: Catalog) 
                                   allow_short_grace_period=True)  # fmt: skip
     assert orphans.orphans == []
     _assert_reads(result.table, set(range(10)) | set(range(20, 30)) | {300, 600})
+
+
+def test_verify_names_the_maintenance_a_v2_table_needs(catalog: Catalog) -> None:
+    from puffin.iceberg import verify_table
+
+    table = _table(catalog, "db.hints", **{"write.delete.mode": "merge-on-read"})
+    for i in range(10):  # ten files for the first data file's rows
+        table = delete_rows(table, f"id >= {10 * i} and id < {10 * i + 9}").table
+    kinds = {w.kind: w.message for w in verify_table(table).warnings}
+    assert "10 delete files" in kinds["spread-deletes"]
+    assert "rewrite_position_delete_files" in kinds["spread-deletes"]
+    assert "1 data file(s)" in kinds["deleted-rows"]  # 90 of its 250 rows: 36 %
+    table = rewrite_position_delete_files(table).table
+    kinds = {w.kind for w in verify_table(table).warnings}
+    assert "spread-deletes" not in kinds and "deleted-rows" in kinds
+    assert verify_table(table).ok

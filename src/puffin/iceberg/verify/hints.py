@@ -1,7 +1,8 @@
 """When a table needs maintenance: the warnings ``verify_table`` adds for a backlog of expired
-snapshots, deletion vectors spread over many Puffin files, equality delete files and data files with
-many deleted rows, each naming the command that helps. Read from metadata alone (manifests, no data
-or Puffin file is opened)."""
+snapshots, position deletes spread over many files (deletion vectors over many Puffin files, or
+a v2 table's position-delete files, more than one per data file), equality delete files and data
+files with many deleted rows, each naming the command that helps. Read from metadata alone
+(manifests, no data or delete file is opened)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from puffin.iceberg.metadata.retention import (
     cutoff_ms_of,
     expired_snapshots,
 )
+from puffin.iceberg.scan.delete_file_index import scoped_data_file
 from puffin.iceberg.scan.plan import plan_files
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SPREAD_FILES", "maintenance_hints"]
 
-#: Live deletion vectors in at least this many Puffin files: every reader opens each.
+#: Live position deletes in at least this many files: every reader opens each.
 SPREAD_FILES = 10
 #: A data file with at least this fraction of its rows deleted (Java's compaction default).
 DELETED_FRACTION = 0.3
@@ -56,23 +58,17 @@ def maintenance_hints(
             )
         )
     snapshot = table.current_snapshot()
-    if snapshot is None or metadata.format_version < 3:
+    if snapshot is None:
         return found
-    try:
-        refs = deletion_vector_refs(table, snapshot) if refs is None else refs
-    except TableMetadataError:
-        return found  # a broken delete manifest: verify_table reports it as a problem
-    files = {r.path for r in refs}
-    if len(files) >= SPREAD_FILES:
-        found.append(
-            (
-                "spread-deletes",
-                location,
-                f"the live deletion vectors sit in {len(files)} Puffin files, each opened by every "
-                "reader: `puffin table rewrite-deletes` (rewrite_deletion_vectors) gathers them",
-            )
-        )
+    if metadata.format_version >= 3:
+        try:
+            refs = deletion_vector_refs(table, snapshot) if refs is None else refs
+        except TableMetadataError:
+            return found  # a broken delete manifest: verify_table reports it as a problem
     planned = planned if planned is not None else plan_files(table, snapshot, equality=True)
+    deleted, spread = _deleted_rows(planned, refs or ())
+    if spread:
+        found.append(("spread-deletes", location, spread))
     equality = {str(d.file_path) for p in planned for d in p.equality_deletes}
     if equality:
         found.append(
@@ -81,10 +77,10 @@ def maintenance_hints(
                 location,
                 f"{len(equality)} equality delete file(s) apply to live data files: every "
                 "reader matches their keys, and some engines refuse the table; `puffin table "
-                "convert-equality-deletes` (convert_equality_deletes) turns them into vectors",
+                "convert-equality-deletes` (convert_equality_deletes) turns them into position "
+                "deletes",
             )
         )
-    deleted = {r.referenced_data_file: r.record_count for r in refs}
     heavy = [
         p
         for p in planned
@@ -101,3 +97,34 @@ def maintenance_hints(
             )
         )
     return found
+
+
+def _deleted_rows(
+    planned: Sequence[PlannedFile], refs: Sequence[DeletionVectorRef]
+) -> tuple[dict[str, int], str | None]:
+    """Rows deleted per data file as the delete files' metadata says (a vector's
+    cardinality; a Parquet file scoped to one data file, its record count), and the
+    ``spread-deletes`` message when the live position deletes sit in many files."""
+    from pyiceberg.manifest import FileFormat
+
+    deleted = {r.referenced_data_file: r.record_count for r in refs}
+    puffins = {r.path for r in refs}
+    parquet = {
+        str(d.file_path): d
+        for p in planned
+        for d in p.delete_files
+        if d.file_format == FileFormat.PARQUET
+    }
+    for d in parquet.values():
+        scoped = scoped_data_file(d)
+        if scoped is not None:
+            deleted[scoped] = deleted.get(scoped, 0) + int(d.record_count)
+    targets = sum(1 for p in planned if p.delete_files)
+    files = len(puffins) + len(parquet)
+    if files < SPREAD_FILES or (not puffins and files <= targets):
+        return deleted, None  # few, or (v2) one Parquet file per data file at most
+    where = f"{len(puffins)} Puffin files" if not parquet else f"{files} delete files"
+    return deleted, (
+        f"the live position deletes sit in {where}, each opened by every reader: `puffin "
+        "table rewrite-deletes` (rewrite_position_delete_files) gathers them"
+    )
