@@ -103,8 +103,10 @@ def _write_manifests(
     delete_files: Sequence[DataFile],
     snapshot_id: int,
     manifest_cls: type[ManifestWriterV2],
+    sequence_number: int | None = None,
 ) -> ManifestFile:
-    """One manifest of ``delete_files``, added by ``snapshot_id``."""
+    """One manifest of ``delete_files``, added by ``snapshot_id`` (with ``sequence_number``
+    written out instead of inherited, to build a table that breaks the rules)."""
     path = f"{_metadata_folder(table)}/{uuid.uuid4()}-m0.avro"
     out = table.io.new_output(path)
     with manifest_cls(table.spec(), table.schema(), out, snapshot_id, "deflate") as writer:
@@ -113,8 +115,8 @@ def _write_manifests(
                 ManifestEntry.from_args(
                     status=ManifestEntryStatus.ADDED,
                     snapshot_id=snapshot_id,
-                    sequence_number=None,
-                    file_sequence_number=None,
+                    sequence_number=sequence_number,
+                    file_sequence_number=sequence_number,
                     data_file=d,
                 )
             )
@@ -158,8 +160,9 @@ def _commit_delete_snapshot(
 
     v3 snapshots follow the row-lineage rules (``first_row_id`` assigned from
     ``next-row-id``) unless ``broken`` is ``"lineage"`` (null ``first_row_id``, as pre-v3
-    writers leave it), ``"data-manifest"`` (the PUFFIN entries in a data manifest) or
-    ``"v2"`` (v3 manifests, DVs included, under v2 table metadata).
+    writers leave it), ``"data-manifest"`` (the PUFFIN entries in a data manifest),
+    ``"v2"`` (v3 manifests, DVs included, under v2 table metadata) or ``"stale-sequence"``
+    (the entries' sequence number 0, below every data file's).
     """
     parent = table.current_snapshot()
     assert parent is not None
@@ -172,7 +175,8 @@ def _commit_delete_snapshot(
         manifest_cls = DeleteManifestWriter
     if v3 and broken == "data-manifest":
         manifest_cls = DataManifestWriter  # deletes in a data manifest
-    manifest = _write_manifests(table, delete_files, snapshot_id, manifest_cls)
+    stale = 0 if broken == "stale-sequence" else None
+    manifest = _write_manifests(table, delete_files, snapshot_id, manifest_cls, stale)
     first = int(doc.get("next-row-id", 0))
     lineage: Any = None if not v3 else (False if broken == "lineage" else first)
     ids = (snapshot_id, parent.snapshot_id, sequence_number)

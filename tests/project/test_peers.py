@@ -44,6 +44,7 @@ from puffin.iceberg import (
     deletion_vector_refs,
     read_table_deletion_vectors,
     scan_table,
+    verify_table,
 )
 
 ROWS = 6000
@@ -338,3 +339,17 @@ def test_duckdb15_scans_null_first_row_id(
     )[0]
     counts = read_duckdb15(broken.metadata_location, sql=sql)
     assert counts.to_pylist() == [{"n": rows, "with_row_id": 0}]
+
+
+@pytest.mark.parametrize("which", TABLES)
+def test_verify_finds_nothing_wrong_with_our_tables(
+    tables: dict[str, PeerTable], which: str
+) -> None:
+    """No false alarm from ``verify_table`` on a table every peer reads right."""
+    report = verify_table(static_table(tables[which].metadata))
+    assert report.ok, report.problems
+
+
+def test_verify_finds_nothing_wrong_with_sails_deletes(sail_deleted: PeerTable) -> None:
+    report = verify_table(static_table(sail_deleted.metadata))
+    assert report.ok, report.problems

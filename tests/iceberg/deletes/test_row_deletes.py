@@ -259,6 +259,7 @@ BROKEN: dict[str, tuple[dict[str, Any], str, str]] = {
     "puffin-in-data-manifest": ({"broken": "data-manifest"}, "listed in a data manifest", "table"),
     "cardinality": ({"tamper": _record_count_5}, "record_count 5", "deletion-vector"),
     "null-first-row-id": ({"broken": "lineage"}, "without first_row_id", "table"),
+    "stale-sequence": ({"broken": "stale-sequence"}, "below its data file's 1", "table"),
 }
 
 
@@ -274,6 +275,31 @@ def test_verify_table_flags_broken_tables(catalog: Catalog, case: str) -> None:
     problems = verify_table(bad).problems
     assert any(p.kind == kind and expected in p.message for p in problems), problems
     assert len({(p.path, p.message) for p in problems}) == len(problems)  # each said once
+
+
+def test_verify_table_flags_a_vector_in_another_partition(catalog: Catalog) -> None:
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.typedef import Record
+
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "name"))
+    table = catalog.create_table("db.p", SCHEMA, partition_spec=spec)
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["a", "a"]}))
+    table.append(pa.table({"id": pa.array([3], pa.int64()), "name": ["b"]}))
+    table = catalog.load_table("db.p")
+    first = _file_of(table, 1)
+
+    def elsewhere(records: list[Any]) -> None:
+        records[0][3] = Record("b")  # data_file.partition
+
+    good, _ = commit_deletion_vectors_v3(catalog, table, {first: [0]}, new_identifier="db.pg")
+    assert verify_table(good).ok, verify_table(good).problems
+    bad, _ = commit_deletion_vectors_v3(
+        catalog, table, {first: [0]}, new_identifier="db.pb", tamper=elsewhere
+    )
+    problems = verify_table(bad).problems
+    expected = "is in partition ('b',) of spec 0, its data file in ('a',) of spec 0"
+    assert any(p.kind == "table" and expected in p.message for p in problems), problems
 
 
 def test_verify_table_flags_two_live_vectors_for_one_file(catalog: Catalog) -> None:

@@ -61,6 +61,10 @@ class DeletionVectorRef:
     file_size_in_bytes: int
     manifest_path: str
     sequence_number: int | None
+    #: the partition spec and values its manifest entry gives (a DV must share its data
+    #: file's); ``None`` and ``()`` when not known
+    spec_id: int | None = None
+    partition: tuple[Any, ...] = ()
 
 
 def deletion_vector_refs(table: Table, snapshot: Snapshot | None = None) -> list[DeletionVectorRef]:
@@ -137,6 +141,10 @@ def vector_ref(
         file_size_in_bytes=int(df.file_size_in_bytes),
         manifest_path=manifest_path,
         sequence_number=sequence_number,
+        spec_id=getattr(df, "spec_id", None),
+        partition=tuple(df.partition[i] for i in range(len(df.partition)))
+        if df.partition
+        else (),
     )
 
 

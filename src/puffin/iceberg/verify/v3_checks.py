@@ -6,6 +6,9 @@ Each check returns ``(path, message)`` pairs (empty when the table follows the r
 * PUFFIN delete entries only in v3 tables, and only in delete manifests;
 * at most one live deletion vector per data file;
 * a vector's cardinality equals its manifest ``record_count``;
+* a vector is in its data file's partition spec and partition, and its data sequence number
+  is not below the data file's (it would delete nothing: a position delete applies to data
+  files of its sequence number or lower; Iceberg Java 1.10 fails a scan on the first);
 * row lineage: in a snapshot with ``first-row-id``, every data manifest has a
   ``first_row_id``, delete manifests have none, assigned ranges do not overlap and stay
   below the snapshot's ``first-row-id + added-rows`` and the table's ``next-row-id``.
@@ -20,7 +23,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["check_deletes", "check_row_lineage", "check_v3"]
+__all__ = ["check_deletes", "check_row_lineage", "check_v3", "check_vector_targets"]
 
 Finding = tuple[str, str]
 
@@ -137,4 +140,53 @@ def check_v3(
     snap = snapshot if snapshot is not None else table.current_snapshot()
     if snap is None:
         return []
-    return check_deletes(table, snap, vectors=vectors) + check_row_lineage(table, snap)
+    return [
+        *check_deletes(table, snap, vectors=vectors),
+        *check_vector_targets(table, snap),
+        *check_row_lineage(table, snap),
+    ]
+
+
+def check_vector_targets(table: Table, snapshot: Snapshot) -> list[Finding]:
+    """Each deletion vector against its live data file's manifest entry: the same partition
+    spec and partition, and a data sequence number not below the data file's."""
+    from pyiceberg.manifest import ManifestContent
+    from pyiceberg.manifest import ManifestEntryStatus as S
+
+    from puffin.errors import TableMetadataError
+    from puffin.iceberg.metadata.delete_files import deletion_vector_refs
+    from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
+
+    try:
+        refs = deletion_vector_refs(table, snapshot)
+    except TableMetadataError:
+        return []  # check_deletes and verify_table report what is wrong with them
+    if not refs:
+        return []
+    targets: dict[str, tuple[int, tuple[object, ...], int]] = {}
+    for m in read_manifest_list(table.io, snapshot.manifest_list):
+        if m.content != ManifestContent.DATA:
+            continue
+        for e in read_manifest_entries(table.io, m):
+            if e.status == S.DELETED:
+                continue
+            df = e.data_file
+            values = (
+                tuple(df.partition[i] for i in range(len(df.partition))) if df.partition else ()
+            )
+            targets[str(df.file_path)] = (m.partition_spec_id, values, int(e.sequence_number or 0))
+    out: list[Finding] = []
+    for r in refs:
+        target = targets.get(r.referenced_data_file)
+        if target is None:
+            continue  # not live: verify_table says so
+        spec_id, values, sequence = target
+        where = f"deletion vector for {r.referenced_data_file} in {r.path}"
+        if r.partition != values or r.spec_id not in (None, spec_id):
+            out.append((r.manifest_path, f"{where} is in partition {r.partition!r} of spec "
+                        f"{r.spec_id}, its data file in {values!r} of spec {spec_id}"))  # fmt: skip
+        if r.sequence_number is not None and r.sequence_number < sequence:
+            out.append((r.manifest_path, f"{where} has data sequence number "
+                        f"{r.sequence_number}, below its data file's {sequence}: it deletes "
+                        "nothing"))  # fmt: skip
+    return out
