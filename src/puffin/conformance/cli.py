@@ -1,4 +1,5 @@
-"""``puffin conformance run``: an implementation checked against the shipped corpus.
+"""``puffin conformance run|export``: an implementation checked against the shipped corpus,
+and the corpus written out as plain files for other languages' tests.
 
 Registered as a ``puffin`` plugin through :func:`register_cli`.  Nothing heavy is imported
 until a command runs.
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "register_cli", "run_run"]
+__all__ = ["main", "register_cli", "run_export", "run_run"]
 
 _EPILOG_RUN = """\
 examples:
@@ -23,6 +24,17 @@ adapters: puffin, pyiceberg, datasketches, pyroaring, java, iceberg-java (Iceber
 itself, .venv-java); for the table tier also iceberg-rust, duckdb, duckdb-1.5.5
 (.venv-duckdb15) and sail (.venv-sail).  --impl CMD runs any program that speaks the
 JSON-lines protocol of docs/conformance.md.  Exit status 1 when a vector fails.
+"""
+
+
+_EPILOG_EXPORT = """\
+examples:
+  puffin conformance export ./puffin-corpus
+  puffin conformance export ./dv-vectors --tier deletion-vector --tier table
+Every vector with its input files and an index.json of expectations (docs/conformance.md);
+the table tier's tables are built under DIR/table/NAME and each vector names its
+metadata.json ("materialized"). Iceberg metadata holds absolute paths: read the tables where
+they were exported.
 """
 
 
@@ -60,6 +72,32 @@ def register_cli(subparsers: Any) -> None:
     )
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(func=run_run)
+    export = commands.add_parser(
+        "export",
+        help="write the corpus as plain files (tables built) for any language's tests",
+        parents=parents,
+        epilog=_EPILOG_EXPORT,
+        formatter_class=fmt,
+    )
+    export.add_argument("folder", metavar="DIR", help="a new or empty folder")
+    export.add_argument("--tier", action="append", metavar="T", help="only this tier")
+    export.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from puffin.conformance.export import export_corpus
+    from puffin.conformance.results import TIERS
+    from puffin.errors import UsageError
+
+    for tier in args.tier or ():
+        if tier not in TIERS:
+            raise UsageError(f"unknown tier {tier!r}; tiers: {', '.join(TIERS)}")
+    result = export_corpus(Path(args.folder), args.tier)
+    total = sum(result.vectors.values())
+    print(f"exported {total} vectors into {result.target} ({result.tables} tables built)")
+    for tier, count in result.vectors.items():
+        print(f"  {tier:16} {count}")
+    return 0
 
 
 def _parents() -> list[argparse.ArgumentParser]:
