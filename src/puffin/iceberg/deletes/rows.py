@@ -1,16 +1,18 @@
-"""Row-level deletes committed into Iceberg v3 tables as deletion vectors (merge-on-read).
+"""Row-level deletes: deletion vectors on v3, and on v2 what ``write.delete.mode`` says.
 
-:func:`delete_rows` finds the rows a filter matches in each live data file, merges them with
-the file's live deletion vector and position deletes, writes one Puffin file and commits one
-``delete`` snapshot whose v3 delete manifest points at the new vectors and drops the ones they
-supersede: no data file is rewritten.  :func:`commit_deletion_vectors` does the same for
-positions computed elsewhere (Spark).
+:func:`delete_rows` finds the rows a filter matches in each live data file and merges them with
+the file's live deletes. On a v3 table it writes one Puffin file and commits one ``delete``
+snapshot whose delete manifest points at the new vectors and drops the ones they supersede: no
+data file is rewritten. On a v2 table, ``merge-on-read`` writes Parquet position-delete files of
+the rows not deleted yet (:mod:`.position_files`), and ``copy-on-write`` (the default, as in
+Iceberg Java) writes each touched data file again without its deleted rows
+(:mod:`puffin.iceberg.writes.rewrite`) in one ``overwrite`` snapshot.
+:func:`commit_deletion_vectors` does the same for positions computed elsewhere (Spark).
 
 Commits go through :func:`puffin.iceberg.metadata.commits.with_retries`: when another writer
-wins, the table is refreshed, the vectors are merged again (:mod:`.merge`) with what is live
+wins, the table is refreshed, the deletes are merged again (:mod:`.merge`) with what is live
 now and the commit is retried; files written for a failed attempt are removed.
 """
-
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
