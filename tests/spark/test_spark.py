@@ -914,6 +914,30 @@ def test_equality_deletes_are_matched_on_the_executors(
     assert converted.converted_rows > 0
 
 
+def test_a_v2_cdc_table_is_deleted_from_upgraded_and_converted_on_spark(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A v2 table with equality deletes: a merge-on-read delete on Spark writes
+    position-delete files, the upgrade on Spark turns those into vectors and keeps the
+    equality deletes, and the conversion on Spark leaves the model's rows."""
+    from cdc_history import build_history, equality_files, live_rows
+
+    table, model = build_history(tmp_path, False, CDC_STEPS, format_version=2)
+    with table.transaction() as tx:
+        tx.set_properties({"write.delete.mode": "merge-on-read"})
+    table = table.refresh()
+    cut = max(r[2] for r in model.live())
+    deleted = ps.delete_rows(spark, table, f"tag < {cut}")
+    assert deleted.position_delete_files and deleted.vectors == ()
+    model.rows = [(s, r) for s, r in model.rows if r[2] >= cut]
+    assert live_rows(deleted.table) == model.live()
+    upgraded = ps.upgrade_to_v3(spark, deleted.table)
+    assert upgraded.metadata.format_version == 3 and equality_files(upgraded)
+    assert live_rows(upgraded) == model.live()
+    converted = ps.convert_equality_deletes(spark, upgraded)
+    assert not equality_files(converted.table) and live_rows(converted.table) == model.live()
+
+
 def test_floating_point_equality_keys_are_refused_on_spark() -> None:
     """Spark's join takes -0.0 for 0.0 (Iceberg's equality does not): such keys are refused
     with a pointer to the Python conversion; a key nested in a struct is found by its path."""

@@ -333,7 +333,8 @@ def _position_delete_files(table: Table) -> tuple[list[str], set[str]]:
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
     from puffin.iceberg.scan.plan import plan_files
 
-    planned = plan_files(table, resolve_snapshot(table, None))
+    # Equality deletes stay as they are (the upgrade keeps them): only positions are read.
+    planned = plan_files(table, resolve_snapshot(table, None), equality=True)
     sources: dict[str, None] = {}
     for p in planned:
         for d in p.delete_files:
