@@ -86,12 +86,8 @@ def register_cli(subparsers: Any) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from puffin.conformance.export import export_corpus
-    from puffin.conformance.results import TIERS
-    from puffin.errors import UsageError
 
-    for tier in args.tier or ():
-        if tier not in TIERS:
-            raise UsageError(f"unknown tier {tier!r}; tiers: {', '.join(TIERS)}")
+    _check_tiers(args.tier)
     result = export_corpus(Path(args.folder), args.tier)
     total = sum(result.vectors.values())
     print(f"exported {total} vectors into {result.target} ({result.tables} tables built)")
@@ -109,13 +105,9 @@ def _parents() -> list[argparse.ArgumentParser]:
 def run_run(args: argparse.Namespace) -> int:
     from puffin.conformance.adapters import make_adapter
     from puffin.conformance.adapters._process import ProcessAdapter
-    from puffin.conformance.results import TIERS
     from puffin.conformance.runner import corpus_dir, load_vectors, run_vectors
-    from puffin.errors import UsageError
 
-    for tier in args.tier or ():
-        if tier not in TIERS:
-            raise UsageError(f"unknown tier {tier!r}; tiers: {', '.join(TIERS)}")
+    _check_tiers(args.tier)
     root = Path(args.corpus) if args.corpus else corpus_dir()
     vectors = load_vectors(root, args.tier)
     adapter = ProcessAdapter(args.impl) if args.impl else make_adapter(args.adapter)
@@ -129,6 +121,15 @@ def run_run(args: argparse.Namespace) -> int:
     else:
         _print_text(doc)
     return 1 if doc["failed"] else 0
+
+
+def _check_tiers(tiers: list[str] | None) -> None:
+    from puffin.conformance.results import TIERS
+    from puffin.errors import UsageError
+
+    for tier in tiers or ():
+        if tier not in TIERS:
+            raise UsageError(f"unknown tier {tier!r}; tiers: {', '.join(TIERS)}")
 
 
 def _print_text(doc: dict[str, Any]) -> None:

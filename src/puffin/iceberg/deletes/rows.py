@@ -25,11 +25,14 @@ from puffin.iceberg.deletes.position_files import write_position_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
-from puffin.iceberg.scan.delete_file_index import scoped_data_file
 from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.row_filter import bind_checked, check_where, matching_by_file
-from puffin.iceberg.writes.rewrite import rewrite_files, target_file_size
+from puffin.iceberg.writes.rewrite import (
+    rewrite_files,
+    scoped_position_deletes,
+    target_file_size,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -239,7 +242,6 @@ def _copy_on_write(
     """The data files with deleted rows written again without them, in one ``overwrite``
     snapshot (``delete`` when no row is left to write) that also drops the position-delete
     files scoped to the files it removes."""
-    from pyiceberg.manifest import FileFormat
 
     groups: dict[tuple[int, Any], list[PlannedFile]] = {}
     for p in planned:
@@ -256,13 +258,7 @@ def _copy_on_write(
         label="delete ",
     )
     removed = set(merged.positions)
-    scoped = {
-        (str(d.file_path), None)
-        for files in groups.values()
-        for p in files
-        for d in p.delete_files
-        if d.file_format == FileFormat.PARQUET and scoped_data_file(d) == p.path
-    }
+    scoped = scoped_position_deletes(p for files in groups.values() for p in files)
     committed, made = commit_snapshot(
         table,
         written,

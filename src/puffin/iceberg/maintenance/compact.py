@@ -34,12 +34,15 @@ from puffin.iceberg.metadata.delete_files import (
     live_delete_files,
 )
 from puffin.iceberg.metadata.snapshots import commit_snapshot
-from puffin.iceberg.scan.delete_file_index import scoped_data_file
 from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.plan import PlannedFile, plan_files, planned_from_tasks
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.writes.append import statistics_left
-from puffin.iceberg.writes.rewrite import rewrite_files, target_file_size
+from puffin.iceberg.writes.rewrite import (
+    rewrite_files,
+    scoped_position_deletes,
+    target_file_size,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -169,7 +172,6 @@ def _commit(
 ) -> CompactResult:
     """One ``replace`` snapshot: the chosen files and their vectors out, ``added`` in, and
     the ``dropped`` equality delete files out."""
-    from pyiceberg.manifest import FileFormat
 
     chosen = [p for files in choice.groups.values() for p in files]
     removed = {p.path for p in chosen}
@@ -178,14 +180,7 @@ def _commit(
         for r in deletion_vector_refs(table, snapshot)
         if r.referenced_data_file in removed
     }
-    # Position-delete files scoped to one removed file go with it (a v2 table's, as Java
-    # writes them per data file); one holding rows of other files too stays.
-    vectors |= {
-        (str(d.file_path), None)
-        for p in chosen
-        for d in p.delete_files
-        if d.file_format == FileFormat.PARQUET and scoped_data_file(d) == p.path
-    }
+    vectors |= scoped_position_deletes(chosen)
     committed, new = commit_snapshot(
         table,
         written,

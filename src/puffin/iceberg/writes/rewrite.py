@@ -10,10 +10,11 @@ lineage.  Nothing is committed here: the caller's snapshot swaps the files.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.metadata.delete_files import DeleteIndex
+from puffin.iceberg.scan.delete_file_index import scoped_data_file
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
 from puffin.iceberg.scan.plan import PlannedFile
 from puffin.iceberg.scan.rows import RowReader
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["Groups", "rewrite_files", "target_file_size"]
+__all__ = ["Groups", "rewrite_files", "scoped_position_deletes", "target_file_size"]
 
 #: Files to write again, by (partition spec id, partition).
 Groups = Mapping[tuple[int, Any], Sequence[PlannedFile]]
@@ -95,6 +96,20 @@ def rewrite_files(
             written.extend(str(f.file_path) for f in new)
             added.extend(new)
     return added
+
+
+def scoped_position_deletes(files: Iterable[PlannedFile]) -> set[tuple[str, None]]:
+    """The keys of the Parquet position-delete files scoped to one of ``files`` (their
+    ``file_path`` bounds name it alone, as Java writes them per data file): a rewrite that
+    removes the file drops them; one holding rows of other files too stays."""
+    from pyiceberg.manifest import FileFormat
+
+    return {
+        (str(d.file_path), None)
+        for p in files
+        for d in p.delete_files
+        if d.file_format == FileFormat.PARQUET and scoped_data_file(d) == p.path
+    }
 
 
 def _batches(
