@@ -17,9 +17,10 @@ All four must delete the same rows. Reported: medians of wall time and bytes wri
 Then the scans: one merge-on-read table after 50 deletes (each ``k = i and amount < 20``,
 about 0.02 % of the rows, in every file: 1,000 position-delete files), read whole by every
 reader that runs here (``scan_table``, pyiceberg, iceberg-rust, DuckDB 1.4.4 and 1.5.5,
-Java), before and after ``rewrite_position_delete_files``; each must return the rows the
-model says (the rows appended less the rows each delete's condition matched, counted with
-pyarrow from the data files).
+Sail through a client process per read, Java), before and after
+``rewrite_position_delete_files``; each must return the rows the model says (the rows
+appended less the rows each delete's condition matched, counted with pyarrow from the data
+files).
 
 Run (after ``make peers``): ``.venv/bin/python bench/bench_v2_deletes.py [--rows 10000000]
 [--files 20] [--runs 3] [--deletes 50]`` (``--smoke``: 20,000 rows in 2 files, one run, 5
@@ -44,7 +45,14 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
 from bench_row_deletes import make_base  # noqa: E402
 
-from peers import read_duckdb, read_duckdb15, read_iceberg_rust, read_pyiceberg  # noqa: E402
+from peers import (  # noqa: E402
+    SailServer,
+    read_duckdb,
+    read_duckdb15,
+    read_iceberg_rust,
+    read_pyiceberg,
+    read_sail,
+)
 from peers.iceberg_java import JavaPeer  # noqa: E402
 from puffin.iceberg import (  # noqa: E402
     delete_rows,
@@ -140,7 +148,7 @@ def _static(metadata: str) -> Any:
 
 
 def _scans(
-    catalog: Any, base: str, java: JavaPeer, deletes: int, rows: int
+    catalog: Any, base: str, java: JavaPeer, sail: SailServer, deletes: int, rows: int
 ) -> tuple[list[str], int]:
     """Lines of the scans table: each reader before and after the rewrite."""
     import pyarrow.compute as pc
@@ -166,7 +174,11 @@ def _scans(
     states["after rewrite_position_delete_files"] = rewritten.table
     lines.append(f"rewrite_position_delete_files: {rewritten.files_before} -> "
                  f"{rewritten.files_after} files in {rewrite_seconds:.2f} s")  # fmt: skip
-    readers = {**READERS, "Java, warm": java.read}
+    readers = {
+        **READERS,
+        "Sail 0.7 (a client process per read)": lambda m: read_sail(sail, m),
+        "Java, warm": java.read,
+    }
     lines.append("| reader | " + " | ".join(states) + " |")
     lines.append("|---|" + "---|" * len(states))
     for name, read in readers.items():
@@ -196,9 +208,9 @@ def main() -> int:
         folder = Path(tmp)
         catalog, base, expected = make_base(folder, args.rows, args.files)
         catalog = local_catalog(folder)
-        with JavaPeer(folder / "java") as java:
+        with JavaPeer(folder / "java") as java, SailServer(folder / "sail") as sail:
             results = _deletes(folder, catalog, base, java, args.runs, args.rows)
-            scans, gone = _scans(catalog, base, java, args.deletes, args.rows)
+            scans, gone = _scans(catalog, base, java, sail, args.deletes, args.rows)
     for label, runs in results.items():
         assert all(r[2] == expected for r in runs), (label, [r[2] for r in runs], expected)
     print(f"\n{args.rows:,} rows in {args.files} files (v2); delete {WHERE!r}: {expected:,} rows "
