@@ -223,6 +223,15 @@ def test_mistakes_are_named(catalog: Catalog, tmp_path: Path) -> None:
     table = _table(catalog, "db.bad2", **props)
     with pytest.raises(UsageError, match=r"write\.delete\.granularity"):
         delete_rows(table, "id < 3")
+    props = {"write.delete.mode": "merge-on-read", "write.delete.parquet.compression-codec": "lzo"}
+    table = _table(catalog, "db.bad3", **props)
+    files = _files_in(table)
+    with pytest.raises(UsageError, match=r"compression-codec='lzo'.*one of brotli"):
+        delete_rows(table, "id < 3")
+    assert _files_in(table) == files
+    props["write.delete.parquet.compression-codec"] = "UNCOMPRESSED"  # Java's name for none
+    table = _table(catalog, "db.good", **props)
+    assert delete_rows(table, "id < 3").deleted_rows == 3
     v1 = catalog.create_table("db.v1", SCHEMA, properties={"format-version": "1"})
     with pytest.raises(UnsupportedTableError, match="v2 or v3"):
         delete_rows(v1, "id < 3")

@@ -36,6 +36,8 @@ POS_ID = 2147483545
 GRANULARITY = "write.delete.granularity"
 #: Java's Spark writer's default (``SparkWriteConf.deleteGranularity``).
 DEFAULT_GRANULARITY = "file"
+#: The Parquet codecs of pyarrow's writer that Iceberg's table properties can name.
+CODECS = frozenset({"zstd", "snappy", "gzip", "lz4", "brotli", "none"})
 
 
 def delete_granularity(table: Table) -> str:
@@ -110,28 +112,33 @@ def _write_one(
 
     rows = _rows(deletes)
     buffer = pa.BufferOutputStream()
-    pq.write_table(rows, buffer, compression=_codec(table))
+    pq.write_table(rows, buffer, compression=_codec(table))  # in memory: a file's positions
     data = buffer.getvalue()
     location = str(table.location_provider().new_data_location(f"{uuid.uuid4()}-deletes.parquet"))
     written.append(location)
     with table.io.new_output(location).create(overwrite=False) as out:
         out.write(data.to_pybytes())
     metadata = pq.read_metadata(pa.BufferReader(data))
-    return _record(table, location, len(data), metadata, deletes, first)
+    return _record(location, len(data), metadata, deletes, first)
 
 
 def _codec(table: Table) -> str:
     """The table's Parquet codec for delete files, as Java chooses it (zstd by default)."""
     props = table.metadata.properties
-    codec = props.get(
-        "write.delete.parquet.compression-codec",
-        props.get("write.parquet.compression-codec", "zstd"),
-    )
-    return "none" if codec.lower() == "uncompressed" else codec.lower()
+    name = "write.delete.parquet.compression-codec"
+    if name not in props:
+        name = "write.parquet.compression-codec"
+    codec = props.get(name, "zstd").strip().lower()
+    codec = "none" if codec == "uncompressed" else codec
+    if codec not in CODECS:
+        raise UsageError(
+            f"table property {name}={codec!r} is not a Parquet codec this writer has: set it "
+            f"to one of {', '.join(sorted(CODECS))} (uncompressed is none)"
+        )
+    return codec
 
 
 def _record(
-    table: Table,
     location: str,
     size: int,
     metadata: Any,

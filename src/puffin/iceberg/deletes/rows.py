@@ -13,6 +13,7 @@ Commits go through :func:`puffin.iceberg.metadata.commits.with_retries`: when an
 wins, the table is refreshed, the deletes are merged again (:mod:`.merge`) with what is live
 now and the commit is retried; files written for a failed attempt are removed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UnsupportedTableError, UsageError
 from puffin.iceberg.deletes.merge import MergedDeletes, Positions, live_rows, merge_deletes
-from puffin.iceberg.deletes.position_files import write_position_deletes
+from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
@@ -192,6 +193,8 @@ def _commit_loop(
     """Plan (only the files ``prune`` may match, if given), merge with what is live, write,
     commit; on a lost race refresh and do it again."""
     mode = delete_mode(table)
+    if mode == "merge-on-read":
+        delete_granularity(table)  # a property that says nothing Java reads: refused now
 
     def attempt(table: Table, number: int, written: list[str]) -> DeleteResult:
         snapshot = table.current_snapshot()
