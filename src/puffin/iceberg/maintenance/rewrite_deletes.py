@@ -77,7 +77,7 @@ class RewriteDeletesResult:
 @dataclass(frozen=True)
 class _Plan:
     positions: dict[str, npt.NDArray[np.int64]]  # every deleted position, by data file path
-    vectors: dict[str, DeletionVector]  # v3: the same as vectors, built once, sized, written
+    vectors: dict[str, DeletionVector]  # v3: those positions as vectors, built once
     groups: list[list[str]]  # v3: the vectors of each Puffin file
     live: dict[DeleteFileKey, DataFile]
     dangling: int
@@ -209,7 +209,8 @@ def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: 
         for (path, ref), df in live.items()
         if (ref is not None and ref not in positions) or (ref is None and path not in used)
     )
-    after = len(groups) if vectors else _files_after(table, planned, positions)
+    v3 = table.metadata.format_version >= 3
+    after = len(groups) if v3 else _files_after(table, planned, positions)
     return _Plan(positions, vectors, groups, live, dangling, after)
 
 

@@ -1,6 +1,5 @@
 """Snapshots written here: their manifests, manifest list and summary.
 
-
 :func:`write_delete_snapshot` writes what a ``delete``, ``append``, ``overwrite`` or
 ``replace`` snapshot needs, at the table's format version (2 or 3): new manifests for the
 added delete files (deletion vectors, or position-delete files on v2) and data files, the
@@ -381,7 +380,7 @@ def _data_manifests(
     for df in added:
         spec_id = getattr(df, "spec_id", None)
         by_spec.setdefault(table.spec().spec_id if spec_id is None else spec_id, []).append(df)
-    v3 = table.metadata.format_version >= 3
+    v3_records = table.metadata.format_version >= 3
     manifests = []
     for spec_id, files in sorted(by_spec.items()):
         entries = [
@@ -389,7 +388,7 @@ def _data_manifests(
                 ManifestEntryStatus.ADDED,
                 snapshot_id,
                 None,
-                to_v3_data_file(df, spec_id) if v3 else df,
+                to_v3_data_file(df, spec_id) if v3_records else df,
             )
             for df in files
         ]
