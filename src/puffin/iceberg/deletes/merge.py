@@ -43,8 +43,9 @@ Positions = dict[str, "npt.NDArray[np.int64]"]
 @dataclass(frozen=True)
 class MergedDeletes:
     """What a commit writes: a full DV per data file, the delete files those supersede, and
-    how many of the positions were live rows before (``newly_deleted``, each file's in
-    ``added``: what a position-delete file of a v2 table holds)."""
+    how many of the positions were live rows before (``newly_deleted``; with
+    ``keep_added``, each file's in ``added``: what a position-delete file of a v2 table
+    holds)."""
 
     positions: Positions
     superseded: frozenset[DeleteFileKey]
@@ -91,6 +92,7 @@ def merge_deletes(
     read_live: bool = True,
     replace_position_deletes: bool = False,
     index: DeleteIndex | None = None,
+    keep_added: bool = False,
 ) -> MergedDeletes:
     """Merge ``new`` deleted positions (``{data file path: positions}``) with the snapshot's.
 
@@ -99,8 +101,10 @@ def merge_deletes(
     complete (Spark read the delete files already).  With ``replace_position_deletes`` (the
     upgrade to v3) every Parquet position-delete file of the snapshot is superseded, and
     every data file they delete rows of gets a vector.  ``index`` lends delete files
-    already loaded.  ``ValueError`` for a data file that is not live or a position past
-    its end.
+    already loaded.  ``keep_added``: also each file's positions not deleted before
+    (``MergedDeletes.added``, what a v2 position-delete file holds; one more sort per file
+    with live deletes, so only when asked).  ``ValueError`` for a data file that is not live
+    or a position past its end.
     """
     import numpy as np
     from pyiceberg.manifest import FileFormat
@@ -118,22 +122,27 @@ def merge_deletes(
     index = index if index is not None else DeleteFilter(table, snapshot)
     merged: Positions = {}
     added: Positions = {}
+    newly = 0
     for path, positions in candidates.items():
         union = fresh = np.unique(np.asarray(positions, dtype=np.int64))
+        count = len(union)
         if read_live:
             live = live_positions(index, by_path[path])
             if len(live):
-                fresh = np.setdiff1d(union, live, assume_unique=True)
+                if keep_added:
+                    fresh = np.setdiff1d(union, live, assume_unique=True)
                 union = np.union1d(live, union).astype(np.int64, copy=False)
-        if len(fresh) or (replace_position_deletes and len(union)):
+                count = len(union) - len(live)
+        if count or (replace_position_deletes and len(union)):
             merged[path] = union
-            added[path] = fresh
+            newly += count
+            if keep_added:
+                added[path] = fresh
     superseded.update(
         (r.path, r.referenced_data_file)
         for r in index.refs()  # the delete manifests the index read already
         if r.referenced_data_file in merged
     )
-    newly = sum(len(a) for a in added.values())
     return MergedDeletes(merged, frozenset(superseded), newly, added)
 
 

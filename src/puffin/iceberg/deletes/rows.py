@@ -203,7 +203,8 @@ def _commit_loop(
         planned = plan_files(table, snapshot, prune, equality=True)
         index = DeleteFilter(table, snapshot)  # each delete file loaded once for the attempt
         new = positions_for(table, planned)
-        merged = merge_deletes(table, snapshot, planned, new, index=index)
+        on_v2 = mode == "merge-on-read"  # only the rows not deleted yet are written
+        merged = merge_deletes(table, snapshot, planned, new, index=index, keep_added=on_v2)
         if not merged.positions:
             return DeleteResult(0, (), None, table, number)
         if not allow_all_rows and merged.newly_deleted >= live_rows(index, planned):

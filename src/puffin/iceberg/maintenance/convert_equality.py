@@ -101,10 +101,11 @@ def convert_equality_deletes(
             matched = match(table, planned, progress)
         # Merged with the position deletes only: the equality deletes are what is converted.
         positional = [p.positional() for p in planned]
-        merged = merge_deletes(table, snapshot, positional, matched, index=deletes)
+        v2 = table.metadata.format_version < 3
+        merged = merge_deletes(table, snapshot, positional, matched, index=deletes, keep_added=v2)
         files: list[DataFile] = []
         superseded = merged.superseded | equality
-        if table.metadata.format_version < 3:  # the rows each file loses, in Parquet
+        if v2:  # the rows each file loses, in Parquet
             files = write_position_deletes(table, positional, merged.added, written)
             superseded = frozenset(equality)
         elif merged.positions:
@@ -117,7 +118,6 @@ def convert_equality_deletes(
         return ConvertResult(committed, new.snapshot_id, *counts, attempts=number)
 
     return with_retries(table, attempt, max_attempts)
-
 
 
 def _matched(
