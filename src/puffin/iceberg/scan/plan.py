@@ -64,7 +64,8 @@ class PlannedFile:
     delete_files: Sequence[DataFile] = ()
     equality_deletes: Sequence[DataFile] = ()
     #: the data file's data sequence number and its equality deletes', where the plan read
-    #: them (a catalog's plan does not say): matching keys by the newest delete that holds them
+    #: them (a catalog's plan does not say): matching keys by the newest delete that holds
+    #: them, and checking a vector is not older than its data file (verify_table)
     data_sequence: int | None = None
     equality_sequences: Mapping[str, int] = _NoSequences()
 
@@ -293,10 +294,13 @@ def _planned_digests(
     rows = list(itertools.chain.from_iterable(d.data for d in digests))
     rows.sort(key=itemgetter(0))  # runs in order: a merge
     if index.is_empty():
-        return [PlannedFile(data_file) for _, data_file, _ in rows]
+        return [PlannedFile(data_file, (), (), sequence) for _, data_file, sequence in rows]
     applying = index.for_files(rows)
     if not index.has_equality_deletes():
-        return [PlannedFile(row[1], found) for row, found in zip(rows, applying, strict=True)]
+        return [
+            PlannedFile(row[1], found, (), row[2])
+            for row, found in zip(rows, applying, strict=True)
+        ]
     planned = []
     for (_, data_file, sequence), found in zip(rows, applying, strict=True):
         positions, equalities = _by_kind(found)

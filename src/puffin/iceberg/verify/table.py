@@ -328,7 +328,8 @@ def _verify(table: Table, snapshot_id: int | None) -> VerifyReport:
         planned = plan_files(table, snapshot, equality=True)  # read once for every check
         refs = _check_deletion_vectors(table, snapshot, planned, report)
         _check_data_files(table, snapshot, planned, report)
-        findings = check_v3(table, snapshot, vectors=False)  # each vector is checked above
+        # each vector is checked above; the plan is the one made for every check
+        findings = check_v3(table, snapshot, vectors=False, planned=planned)
         report.problems.extend(TableProblem("table", p, m) for p, m in findings)
     report.warnings.extend(TableProblem(*w) for w in folder_warnings(table))
     current = snapshot_id is None or snapshot_id == getattr(

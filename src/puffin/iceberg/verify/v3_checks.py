@@ -20,8 +20,12 @@ import itertools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
+
+    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["check_deletes", "check_row_lineage", "check_v3", "check_vector_targets"]
 
@@ -133,29 +137,34 @@ def check_row_lineage(table: Table, snapshot: Snapshot) -> list[Finding]:
 
 
 def check_v3(
-    table: Table, snapshot: Snapshot | None = None, *, vectors: bool = True
+    table: Table,
+    snapshot: Snapshot | None = None,
+    *,
+    vectors: bool = True,
+    planned: Sequence[PlannedFile] | None = None,
 ) -> list[Finding]:
     """Every rule above for ``snapshot`` (default: the current one); ``vectors`` as in
-    :func:`check_deletes`."""
+    :func:`check_deletes`; ``planned``: the snapshot's plan, when the caller made it."""
     snap = snapshot if snapshot is not None else table.current_snapshot()
     if snap is None:
         return []
     return [
         *check_deletes(table, snap, vectors=vectors),
-        *check_vector_targets(table, snap),
+        *check_vector_targets(table, snap, planned),
         *check_row_lineage(table, snap),
     ]
 
 
-def check_vector_targets(table: Table, snapshot: Snapshot) -> list[Finding]:
-    """Each deletion vector against its live data file's manifest entry: the same partition
-    spec and partition, and a data sequence number not below the data file's."""
-    from pyiceberg.manifest import ManifestContent
-    from pyiceberg.manifest import ManifestEntryStatus as S
-
+def check_vector_targets(
+    table: Table, snapshot: Snapshot, planned: Sequence[PlannedFile] | None = None
+) -> list[Finding]:
+    """Each deletion vector against its live data file as the plan read it (``planned``, or
+    planned here): the same partition spec and partition, and a data sequence number not
+    below the data file's."""
     from puffin.errors import TableMetadataError
     from puffin.iceberg.metadata.delete_files import deletion_vector_refs
-    from puffin.iceberg.metadata.manifests import read_manifest_entries, read_manifest_list
+    from puffin.iceberg.scan.delete_file_index import partition_key
+    from puffin.iceberg.scan.plan import plan_files
 
     try:
         refs = deletion_vector_refs(table, snapshot)
@@ -163,30 +172,22 @@ def check_vector_targets(table: Table, snapshot: Snapshot) -> list[Finding]:
         return []  # check_deletes and verify_table report what is wrong with them
     if not refs:
         return []
-    targets: dict[str, tuple[int, tuple[object, ...], int]] = {}
-    for m in read_manifest_list(table.io, snapshot.manifest_list):
-        if m.content != ManifestContent.DATA:
-            continue
-        for e in read_manifest_entries(table.io, m):
-            if e.status == S.DELETED:
-                continue
-            df = e.data_file
-            values = (
-                tuple(df.partition[i] for i in range(len(df.partition))) if df.partition else ()
-            )
-            targets[str(df.file_path)] = (m.partition_spec_id, values, int(e.sequence_number or 0))
+    if planned is None:
+        planned = plan_files(table, snapshot, equality=True)
+    targets = {p.path: p for p in planned}
     out: list[Finding] = []
     for r in refs:
         target = targets.get(r.referenced_data_file)
         if target is None:
             continue  # not live: verify_table says so
-        spec_id, values, sequence = target
+        spec_id, values = partition_key(target.data_file)
         where = f"deletion vector for {r.referenced_data_file} in {r.path}"
         if r.partition != values or r.spec_id not in (None, spec_id):
             out.append((r.manifest_path, f"{where} is in partition {r.partition!r} of spec "
                         f"{r.spec_id}, its data file in {values!r} of spec {spec_id}"))  # fmt: skip
-        if r.sequence_number is not None and r.sequence_number < sequence:
+        sequence, own = target.data_sequence, r.sequence_number
+        if sequence is not None and own is not None and own < sequence:
             out.append((r.manifest_path, f"{where} has data sequence number "
-                        f"{r.sequence_number}, below its data file's {sequence}: it deletes "
+                        f"{own}, below its data file's {sequence}: it deletes "
                         "nothing"))  # fmt: skip
     return out
