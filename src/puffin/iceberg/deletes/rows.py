@@ -49,7 +49,6 @@ __all__ = [
     "delete_mode",
     "delete_rows",
     "require_v2_or_v3",
-    "require_v3",
 ]
 
 DELETE_MODE = "write.delete.mode"
@@ -78,18 +77,6 @@ class DeleteResult:
     def puffin_path(self) -> str | None:
         """The Puffin file holding the new vectors (``None`` when nothing was committed)."""
         return self.vectors[0].path if self.vectors else None
-
-
-def require_v3(table: Table, action: str, why: str = "deletion vectors") -> None:
-    """Refuse ``action`` on a v1/v2 table, saying ``why`` it needs v3 and the way out (also
-    used by maintenance and puffin.spark)."""
-    version = table.metadata.format_version
-    if version < 3:
-        raise UnsupportedTableError(
-            f"{action} needs an Iceberg v3 table ({why}); this table is format "
-            f"version {version}: upgrade it first (`puffin table upgrade TABLE` on the "
-            "command line, puffin.iceberg.upgrade_to_v3(table) in Python)"
-        )
 
 
 def delete_mode(table: Table) -> str:
