@@ -775,8 +775,9 @@ def nulls_and_nans(catalog: Any) -> Any:
 def test_spark_matches_the_rows_pyarrow_matches(
     spark: Any, nulls_and_nans: Any, where: str
 ) -> None:
+    from puffin.iceberg.scan.matching import matching_positions
     from puffin.iceberg.scan.plan import plan_files
-    from puffin.iceberg.scan.row_filter import bind_where, matching_positions
+    from puffin.iceberg.scan.row_filter import bind_where
 
     table = nulls_and_nans
     bound = bind_where(table, where)

@@ -180,17 +180,17 @@ def test_a_delete_opens_only_files_whose_metrics_allow_a_match(
     """Deletes (and so the compaction's inputs) stay cheap on a table of many files: a
     data file whose id bounds exclude the condition is not read (issue 34's benchmark found
     every delete reading every file)."""
-    from puffin.iceberg.scan import row_filter
+    from puffin.iceberg.scan import matching
 
     table, model = _deleted(tmp_path, statistics=False)
     opened: list[str] = []
-    real = row_filter.matching_positions
+    real = matching.matching_positions
 
     def counting(table: Any, planned: Any, bound: Any, *job: Any) -> Any:
         opened.append(planned.path)
         return real(table, planned, bound, *job)
 
-    monkeypatch.setattr(row_filter, "matching_positions", counting)
+    monkeypatch.setattr(matching, "matching_positions", counting)
     table = delete_rows(table, "id = 1200 or id = 1201").table  # both in the second file
     assert len(opened) == 1, opened
     model = model.filter(pc.invert(pc.is_in(model["id"], pa.array([1200, 1201], pa.int64()))))

@@ -30,8 +30,9 @@ from hypothesis import strategies as st
 from puffin.errors import UsageError
 from puffin.iceberg import create_sample_table, local_catalog
 from puffin.iceberg.catalog.sample import sample_batch
+from puffin.iceberg.scan.matching import matching_by_file
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, matching_by_file
+from puffin.iceberg.scan.row_filter import bind_where
 from puffin.io.locations import local_path
 
 ROWS, FILES, SEED = 400, 2, 11

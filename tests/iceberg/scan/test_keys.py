@@ -20,7 +20,7 @@ from pyiceberg.types import IntegerType, LongType
 
 from iceberg_fixtures import copy_warehouse
 from puffin.iceberg import create_sample_table, delete_rows, local_catalog, upgrade_to_v3
-from puffin.iceberg.scan import parquet_files, row_filter
+from puffin.iceberg.scan import matching, row_filter, rows
 from puffin.iceberg.scan.bounds import IN_LIMIT
 from puffin.iceberg.scan.keys import KeyMatch
 from puffin.iceberg.scan.plan import plan_files
@@ -192,7 +192,7 @@ def test_a_long_list_with_the_rest_of_a_condition_matches_the_models_rows(
     where = f"category < 5 and user_name {'not ' if negated else ''}in ({listed})"
     bound = row_filter.bind_where(table, where)
     planned = plan_files(table, table.current_snapshot())
-    found = row_filter.matching_by_file(table, planned, bound)
+    found = matching.matching_by_file(table, planned, bound)
     for p in planned:
         data = pq.read_table(local_path(p.path) or "", columns=["category", "user_name"])
         listed_in = pc.is_in(data["user_name"], value_set=pa.array(names))
@@ -208,7 +208,7 @@ def test_files_whose_bounds_hold_no_key_are_not_opened(
     which lie in one file; only that file is read."""
     opened: list[str] = []
     copy = _copy(table, tmp_path)
-    real = parquet_files.open_data_file
+    real = rows.open_data_file
 
     def counting(io: Any, location: str) -> Any:
         if location.endswith(".parquet"):
@@ -216,10 +216,10 @@ def test_files_whose_bounds_hold_no_key_are_not_opened(
         return real(io, location)
 
     keys = [*range(10**9, 10**9 + 997), 5, 6, 7]
-    monkeypatch.setattr(parquet_files, "open_data_file", counting)
+    monkeypatch.setattr(rows, "open_data_file", counting)
     bound = row_filter.bind_where(copy, f"id in ({', '.join(map(str, keys))})")
     planned = plan_files(copy, copy.current_snapshot())
-    found = row_filter.matching_by_file(copy, planned, bound)
+    found = matching.matching_by_file(copy, planned, bound)
     assert [len(v) for v in found.values()] == [3] and len(opened) == 1
     # The sample's first file holds ids 0, 1, 2, ... in order: ids 5-7 are rows 5-7.
     assert pa.array(next(iter(found.values()))).to_pylist() == [5, 6, 7]

@@ -49,16 +49,16 @@ def test_deletes_and_scans_on_s3_match_the_model(
 ) -> None:
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from puffin.iceberg.scan import parquet_files
+    from puffin.iceberg.scan import rows
 
     opened: list[str] = []
-    real = parquet_files.parquet_file
+    real = rows.parquet_file
 
     def recording(source: Any, path: str, **options: Any) -> Any:
         opened.append(path)
         return real(source, path, **options)
 
-    monkeypatch.setattr(parquet_files, "parquet_file", recording)
+    monkeypatch.setattr(rows, "parquet_file", recording)
 
     catalog = SqlCatalog(
         "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"s3://{LAKE}/wh",

@@ -436,7 +436,7 @@ def test_progress_bar_only_on_a_terminal() -> None:
 def test_dictionary_and_plain_string_columns(catalog: Catalog) -> None:
     """Dictionary-encoded strings are sketched from their used dictionary values, columns
     that fell back to plain pages are read plainly; both give the sketch of every value."""
-    from puffin.iceberg.scan.read import read_as_dictionary
+    from puffin.iceberg.scan.file_columns import read_as_dictionary
 
     n = 300_000
     rng = np.random.default_rng(11)

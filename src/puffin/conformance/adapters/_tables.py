@@ -3,9 +3,9 @@
 ========================  ===========================================================
 reader                    how it scans
 ========================  ===========================================================
-puffin                    pyiceberg's plan; data files read with pyarrow and deletes
-                          (Parquet position deletes, deletion vectors) applied by this
-                          library (``puffin.iceberg.scan.read``)
+puffin                    this library's ``scan_table``: its own plan, data files read
+                          with pyarrow and every delete applied by its row reader
+                          (``puffin.iceberg.scan.rows``)
 pyiceberg                 ``StaticTable.from_metadata(...).scan().to_arrow()``
 iceberg-rust              pyiceberg-core's ``IcebergDataFusionTable`` in a DataFusion
                           ``SessionContext``: no pyiceberg code on the read path
@@ -145,31 +145,18 @@ def read_duckdb(metadata: str | os.PathLike[str]) -> pa.Table:
 
 
 def puffin_rows(metadata: str, columns: Sequence[str]) -> Response:
-    """This library's scan: pyiceberg plans, our reader applies every delete."""
+    """This library's scan (:func:`puffin.iceberg.scan_table`): our plan, our row reader
+    applying every delete."""
     from pyiceberg.table import StaticTable
 
-    from puffin.iceberg.metadata.delete_files import DeleteIndex
-    from puffin.iceberg.scan.columns import ScanColumn
-    from puffin.iceberg.scan.plan import plan_files
-    from puffin.iceberg.scan.read import read_columns
+    from puffin.iceberg import scan_table
 
     table = StaticTable.from_metadata(metadata_uri(metadata))
-    snapshot = table.current_snapshot()
-    if snapshot is None:
+    if table.current_snapshot() is None:
         return {"rows": []}
-    fields = [table.schema().find_field(name) for name in columns]
-    scan = [ScanColumn(f.field_id, f.name, f.field_type, (f.field_id,)) for f in fields]  # type: ignore[arg-type]
-    rows: list[list[Any]] = []
-    for batch in read_columns(
-        table, plan_files(table, snapshot), scan, deletes=DeleteIndex(table, snapshot),
-        prefetch=False,
-    ):
-        values = []
-        for f in fields:
-            array = batch.columns.get(f.field_id)
-            values.append([None] * batch.live_rows if array is None else array.to_pylist())
-        rows.extend([_json_value(v) for v in row] for row in zip(*values, strict=True))
-    return {"rows": rows}
+    data = scan_table(table, selected_fields=tuple(columns)).to_arrow()
+    values = [data.column(name).to_pylist() for name in columns]
+    return {"rows": [[_json_value(v) for v in row] for row in zip(*values, strict=True)]}
 
 
 class _TableReader:

@@ -27,8 +27,9 @@ from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.delete_filter import DeleteFilter
+from puffin.iceberg.scan.matching import matching_by_file
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_checked, check_where, matching_by_file
+from puffin.iceberg.scan.row_filter import bind_checked, check_where
 from puffin.iceberg.writes.rewrite import (
     rewrite_files,
     scoped_position_deletes,

@@ -1,14 +1,13 @@
-"""The rows a delete's filter matches: binding ``where`` and reading one data file's matches.
+"""A row filter checked and bound strictly, and the same filter over one data file's columns.
 
-Used by :func:`puffin.iceberg.deletes.rows.delete_rows`; a filter string is pyiceberg's
-row-filter syntax, and its mistakes (syntax, unknown column) are the caller's
-(:class:`puffin.errors.UsageError`, :class:`puffin.errors.ColumnNotFoundError`).
+Used by :mod:`puffin.iceberg.scan.matching` (what ``delete_rows`` and ``overwrite`` match) and
+the row reader; a filter string is pyiceberg's row-filter syntax, and its mistakes (syntax,
+unknown column) are the caller's (:class:`puffin.errors.UsageError`,
+:class:`puffin.errors.ColumnNotFoundError`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import ColumnNotFoundError, UnsupportedTableError, UsageError
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.table import Table
 
-    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
     "FileSchemas",
@@ -28,8 +26,6 @@ __all__ = [
     "bind_where",
     "check_where",
     "filter_for_file",
-    "matching_by_file",
-    "matching_positions",
     "rows_matching",
 ]
 
@@ -164,48 +160,6 @@ def _checked(schema: Any, where: object) -> Any:
     return Checked()
 
 
-def matching_by_file(
-    table: Table, planned: Sequence[PlannedFile], bound: BooleanExpression
-) -> dict[str, npt.NDArray[np.int64]]:
-    """``{data file path: positions}`` that ``bound`` matches, files without a match left
-    out (what a delete or an overwrite deletes, before merging with the live deletes).
-
-    A file whose column metrics rule every match out is not opened: pyiceberg's inclusive
-    metrics evaluator decides, as in its own planning (missing metrics: the file is read).
-    Without it, every delete read every data file, and a table of many small appends got
-    slower to delete from with each one."""
-    from puffin.iceberg.scan.bounds import bound_test, sorting_once
-    from puffin.iceberg.scan.keys import KeyMatch
-
-    with sorting_once():  # a long key list sorted once for both
-        quick = bound_test(bound, in_limit=None) or (lambda _: True)  # any length of in list
-        job = _Job.of(table, KeyMatch.of(bound))  # bound once per job, not once per file
-    might_match = _metrics_filter(bound)
-    out = {}
-    for p in planned:
-        if not (quick(p.data_file) and might_match(p.data_file)):
-            continue
-        found = matching_positions(table, p, bound, job)
-        if len(found):
-            out[p.path] = found
-    return out
-
-
-@dataclass
-class _Job:
-    """What one job prepares once for all its files: a list of keys sorted, and for each
-    file schema met its Iceberg schema and Arrow filter."""
-
-    keys: Any  # KeyMatch | None
-    filters: dict[Any, tuple[Any, list[str]]]
-    schemas: FileSchemas
-
-    @classmethod
-    def of(cls, table: Table, keys: Any = None) -> _Job:
-        """A job on ``table``'s files, matching by ``keys`` (a ``KeyMatch``) where given."""
-        return cls(keys, {}, FileSchemas(table.metadata.name_mapping(), format_version=3))
-
-
 class FileSchemas:
     """pyiceberg's schema of each distinct Parquet file schema a job meets (by field ids, or
     the table's name mapping), converted once: converting it for each of 20,000 small files of
@@ -215,86 +169,30 @@ class FileSchemas:
         self._mapping, self._options = name_mapping, options
         self._known: dict[str, Any] = {}
 
-    def of(self, arrow_schema: Any) -> tuple[str, Any]:
+    def of(self, arrow_schema: Any, location: str = "a data file") -> tuple[str, Any]:
         """The text naming ``arrow_schema`` (field ids included: a key for what a job
-        prepares per file schema) and pyiceberg's schema of it."""
+        prepares per file schema) and pyiceberg's schema of it (the file at ``location``'s).
+
+        Raises:
+            UnsupportedTableError: the file has no Parquet field ids and the table no name
+                mapping to match its columns by name.
+        """
         from pyiceberg.io.pyarrow import pyarrow_to_schema
 
         text = arrow_schema.to_string(show_field_metadata=True, show_schema_metadata=False)
         schema = self._known.get(text)
         if schema is None:
-            schema = pyarrow_to_schema(arrow_schema, self._mapping, **self._options)
+            try:
+                schema = pyarrow_to_schema(arrow_schema, self._mapping, **self._options)
+            except ValueError as exc:
+                if self._mapping is not None or "field-ids" not in str(exc):
+                    raise
+                raise UnsupportedTableError(
+                    f"data file {location} has no Parquet field ids and the table has no "
+                    "name mapping (schema.name-mapping.default) to match its columns by name"
+                ) from exc
             self._known[text] = schema
         return text, schema
-
-
-def _metrics_filter(bound: BooleanExpression) -> Any:
-    """A ``DataFile -> bool`` that is False only when the file's metrics exclude a match:
-    pyiceberg's inclusive metrics visitor on the condition already bound (its evaluator's
-    constructor would bind it again), every file kept when there is nothing to decide."""
-    from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
-    from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluationVisitor, visit
-
-    if bound in (AlwaysTrue(), AlwaysFalse()):
-        return lambda df: True
-    # A negative record count (old imports) says nothing about the rows, as in pyiceberg.
-    return lambda df: df.record_count < 0 or visit(bound, _InclusiveMetricsEvaluationVisitor(df))
-
-
-def matching_positions(
-    table: Table, planned: PlannedFile, bound: BooleanExpression, job: _Job | None = None
-) -> npt.NDArray[np.int64]:
-    """Row positions of one data file that ``bound`` matches, deleted or not, sorted.
-    ``job``: what :func:`matching_by_file` prepared once for every file."""
-    import numpy as np
-    from pyiceberg.expressions import AlwaysFalse, AlwaysTrue
-    from pyiceberg.io.pyarrow import _get_column_projection_values
-    from pyiceberg.manifest import FileFormat
-
-    from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, read_columns
-
-    df = planned.data_file
-    if df.file_format != FileFormat.PARQUET:
-        raise UnsupportedTableError(f"data file {planned.path} is {df.file_format}, not Parquet")
-    if bound == AlwaysFalse():
-        return np.empty(0, dtype=np.int64)
-    if bound == AlwaysTrue():
-        return np.arange(planned.record_count, dtype=np.int64)
-    schema = table.schema()
-    with open_data_file(table.io, planned.path) as f:
-        # pyarrow's dataset fragment took twice as long per small file (issue 43).
-        parquet = parquet_file(f, planned.path)
-        job = job if job is not None else _Job.of(table)
-        text, file_schema = job.schemas.of(parquet.schema_arrow)
-        missing = _get_column_projection_values(
-            df, schema, schema, table.specs().get(df.spec_id), file_schema.field_ids
-        )
-        keys = job.keys
-        column = _key_column(keys, file_schema, missing)
-        if keys is not None and column is not None:
-            wanted = keys.keys_for(df)
-            if not len(wanted):
-                return np.empty(0, dtype=np.int64)
-            values = read_columns(parquet, [column])
-            return keys.positions(values.column(0), wanted)  # type: ignore[no-any-return]
-        key = (text, tuple(sorted((k, repr(v)) for k, v in missing.items())))
-        known = job.filters.get(key)
-        if known is None:
-            known = job.filters[key] = filter_for_file(bound, file_schema, missing)
-        file_filter, columns = known
-        data = read_columns(parquet, columns)
-    return np.sort(rows_matching(data, file_filter))
-
-
-def _key_column(keys: Any, file_schema: Any, missing: dict[int, Any]) -> str | None:
-    """The file's top-level column the keys are matched on, when the file holds it."""
-    if keys is None or keys.field_id in missing:
-        return None
-    try:
-        name = file_schema.find_column_name(keys.field_id)
-    except ValueError:
-        return None
-    return None if name is None or "." in name else str(name)
 
 
 def filter_for_file(

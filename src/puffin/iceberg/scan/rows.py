@@ -17,11 +17,14 @@ partition values for identity columns a file lacks, type promotion and timestamp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from puffin.errors import UnsupportedTableError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
+from puffin.iceberg.scan.columns import ScanColumn
 from puffin.iceberg.scan.equality import EqualityDeletes, FileKeys
+from puffin.iceberg.scan.file_columns import Batch, column_batches
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
 from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, row_groups, threaded
 from puffin.iceberg.scan.plan import PlannedFile, keep_mask
@@ -47,7 +50,19 @@ BATCH_ROWS = 64 * 1024
 class RowReader:
     """Reads planned data files of ``table``: ``projection`` (plus the ``lineage`` columns
     named, and with ``positions`` each row's position in its file as a last ``_pos``
-    column) of the rows ``row_filter`` (unbound) matches, deletes from ``deletes`` applied."""
+    column) of the rows ``row_filter`` (unbound) matches, deletes from ``deletes`` applied.
+
+    ``bound``: the filter already bound to the table's current schema, used instead of
+    ``row_filter`` (a job binds a long ``in`` list once, not once per reader). ``deletes``
+    None: no delete of any kind is applied (a delete's matching reads rows deleted or not).
+
+    Example (each row's position in its file, for the rows ``id > 5`` matches)::
+
+        reader = RowReader(table, table.schema(), GreaterThan("id", 5), True,
+                           DeleteIndex(table, snapshot), [], {}, positions=True)
+        for batch in reader.file_batches(planned):
+            print(batch.column("_pos"))
+    """
 
     def __init__(
         self,
@@ -55,14 +70,16 @@ class RowReader:
         projection: Schema,
         row_filter: BooleanExpression,
         case_sensitive: bool,
-        deletes: DeleteIndex,
+        deletes: DeleteIndex | None,
         lineage: list[str],
         inherited: dict[str, FileLineage],
         batch_rows: int | None = BATCH_ROWS,
         *,
         positions: bool = False,
+        bound: BooleanExpression | None = None,
     ) -> None:
         from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.expressions.visitors import extract_field_ids
         from pyiceberg.io.pyarrow import ArrowScan
         from pyiceberg.schema import Schema
         from pyiceberg.types import LongType, NestedField
@@ -75,8 +92,9 @@ class RowReader:
         self.lineage, self.inherited = lineage, inherited
         self.positions = positions
         self.projection, self.case_sensitive = projection, case_sensitive
-        self.arrow = ArrowScan(table.metadata, table.io, projection, row_filter, case_sensitive)
-        self.bound = self.arrow._bound_row_filter
+        scan_filter = row_filter if bound is None else AlwaysTrue()
+        self.arrow = ArrowScan(table.metadata, table.io, projection, scan_filter, case_sensitive)
+        self.bound = self.arrow._bound_row_filter if bound is None else bound
         self.filtered = self.bound != AlwaysTrue()
         # pyiceberg's reader cannot compare uuid columns (Arrow has no kernel for its uuid
         # type); ours compares their 16 bytes.
@@ -84,6 +102,7 @@ class RowReader:
         extra = [NestedField(LINEAGE_COLUMNS[n], n, LongType(), required=False) for n in lineage]
         self.read_schema = Schema(*projection.fields, *extra)
         self.read_ids = self.arrow._projected_field_ids | {f.field_id for f in extra}
+        self.read_ids |= extract_field_ids(self.bound)  # the filter's columns, read to match
         configured = self.arrow._downcast_ns_timestamp_to_us
         # As pyiceberg: nanoseconds are cut to microseconds on v1/v2 unless configured.
         self.downcast = configured if configured is not None else table.format_version <= 2
@@ -100,13 +119,39 @@ class RowReader:
         positions) replaces what its position deletes delete."""
         if deleted is not None:
             positions = deleted
+        elif self.deletes is None:
+            positions = None
         else:
             positions = self.deletes.positions(planned.path, planned.delete_files)
-        plain = positions is None and not planned.equality_deletes
+        plain = positions is None and not self._equality(planned)
         if plain and not self.lineage and not self.positions and self.pushdown:
             yield from self._pushed_down(planned)
         else:
             yield from self._masked(planned, positions)
+
+    def file_columns(
+        self, planned: PlannedFile, columns: Sequence[ScanColumn], *, distinct_ok: bool = False
+    ) -> Iterator[Batch]:
+        """``planned``'s live rows as the ``columns`` it holds, by field id (a column the
+        file lacks is None), in :class:`~puffin.iceberg.scan.file_columns.Batch`es; the
+        filter and projection are not applied. Deletes of both kinds are taken as positions
+        (``deletes`` must be a :class:`~puffin.iceberg.scan.delete_filter.DeleteFilter` when
+        equality deletes apply). ``distinct_ok``: see :func:`column_batches`."""
+        from pyiceberg.manifest import FileFormat
+
+        if planned.data_file.file_format != FileFormat.PARQUET:
+            raise UnsupportedTableError(
+                f"data file {planned.path} is {planned.data_file.file_format}; only Parquet is read"
+            )
+        deletes = self.deletes
+        positions = None if deletes is None else deletes.deleted_positions(planned)
+        with open_data_file(self.table.io, planned.path) as f:
+            parquet = parquet_file(f, planned.path)  # the footer: ColumnChunks reads the data
+            schema = self._schemas.of(parquet.schema_arrow, planned.path)[1]
+            yield from column_batches(
+                f, parquet.metadata, planned.path, schema, columns, positions,
+                distinct_ok=distinct_ok,
+            )  # fmt: skip
 
     def _pushed_down(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
         from pyiceberg.io.pyarrow import _task_to_record_batches
@@ -135,7 +180,9 @@ class RowReader:
         with open_data_file(self.table.io, planned.path) as f:
             parquet = parquet_file(f, planned.path, buffer_size=8 << 20)
             shape = self._shape(planned, parquet.schema_arrow)
-            keys = self.equality.for_file(planned, shape.schema)
+            keys = None
+            if self._equality(planned):
+                keys = self.equality.for_file(planned, shape.schema)
             extra = [] if keys is None else [c for c in keys.columns if c not in shape.columns]
             columns = [*shape.columns, *extra]  # the keys of equality deletes, then dropped
             offset = 0
@@ -157,6 +204,10 @@ class RowReader:
                 if out is not None:
                     yield out
 
+    def _equality(self, planned: PlannedFile) -> bool:
+        """Whether equality deletes are applied to ``planned``."""
+        return self.deletes is not None and bool(planned.equality_deletes)
+
     def _shape(self, planned: PlannedFile, arrow_schema: pa.Schema) -> _FileShape:
         """The file's :class:`_FileShape`, made once per distinct file schema (and identity
         partition values the file lacks): reading 20,000 small files of one schema spent
@@ -164,7 +215,7 @@ class RowReader:
         from pyiceberg.io.pyarrow import _get_column_projection_values
 
         metadata = self.table.metadata
-        text, schema = self._schemas.of(arrow_schema)
+        text, schema = self._schemas.of(arrow_schema, planned.path)
         missing = _get_column_projection_values(
             planned.data_file,
             self.read_schema,

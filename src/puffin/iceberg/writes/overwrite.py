@@ -15,8 +15,9 @@ from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
 from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.scan.matching import matching_by_file
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.row_filter import bind_where, check_where, matching_by_file
+from puffin.iceberg.scan.row_filter import bind_where, check_where
 from puffin.iceberg.writes.schema import conform
 
 if TYPE_CHECKING:
