@@ -48,3 +48,28 @@ def test_positions_are_the_rows_places_in_their_files(
         want = np.flatnonzero(keep.to_numpy(zero_copy_only=False))
         assert pos.tolist() == want.tolist()
         assert ids.tolist() == data["id"].to_numpy()[want].tolist()
+
+
+def test_a_file_without_field_ids_needs_a_name_mapping(tmp_path: Path) -> None:
+    """A data file written without Parquet field ids is read by the table's name mapping;
+    without one, every job that reads rows says which file and what is missing."""
+    import pyarrow as pa
+
+    from puffin.errors import UnsupportedTableError
+    from puffin.iceberg import compute_table_statistics, scan_table
+
+    catalog = make_catalog(tmp_path)
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    table = catalog.create_table("db.t", schema=data.schema)
+    path = tmp_path / "no-ids.parquet"
+    pq.write_table(data, path)  # pyarrow writes no field ids
+    table.add_files([str(path)])  # pyiceberg sets a name mapping
+    table = catalog.load_table("db.t")
+    assert scan_table(table).to_arrow()["id"].to_pylist() == [1, 2, 3]
+    with table.transaction() as tx:
+        tx.remove_properties("schema.name-mapping.default")
+    table = catalog.load_table("db.t")
+    missing = r"no-ids\.parquet has no Parquet field ids"
+    for job in (lambda: scan_table(table).to_arrow(), lambda: compute_table_statistics(table)):
+        with pytest.raises(UnsupportedTableError, match=missing):
+            job()

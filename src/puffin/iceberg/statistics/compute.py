@@ -24,7 +24,7 @@ from puffin.iceberg.scan.columns import (
     snapshot_schema,
 )
 from puffin.iceberg.scan.plan import plan_files
-from puffin.iceberg.scan.read import read_columns
+from puffin.iceberg.scan.rows import RowReader
 from puffin.iceberg.statistics.files import MAX_ATTEMPTS, write_statistics_file
 from puffin.support.progress import Progress
 
@@ -68,15 +68,17 @@ def sketch_files(
     bar: Progress,
 ) -> dict[Any, ThetaSketch]:
     """Each column's sketch: the NDV engine reads and hashes one planned file per part."""
+    from pyiceberg.expressions import AlwaysTrue
+
     from puffin.iceberg.scan.delete_filter import DeleteFilter
     from puffin.ndv.engine import Batches, sketch_parts
 
     deletes = DeleteFilter(table, snapshot)  # each delete file read once, for every part
+    # One reader for every part: it converts each distinct file schema once.
+    reader = RowReader(table, table.schema(), AlwaysTrue(), True, deletes, [], {})
 
     def part(f: Any) -> Batches:
-        for b in read_columns(
-            table, [f], scan_columns, deletes=deletes, prefetch=False, distinct_ok=True
-        ):
+        for b in reader.file_columns(f, scan_columns, distinct_ok=True):
             yield b.rows, b.columns
 
     def on_batch(rows: int, index: int) -> None:
