@@ -170,9 +170,12 @@ class DeleteIndex:
     come back sorted and unique. Thread-safe: the scan's prefetch thread shares it.
     """
 
-    def __init__(self, table: Table, snapshot: Snapshot | None) -> None:
+    def __init__(self, table: Table, snapshot: Snapshot | None, *, by_entry: bool = False) -> None:
         self._table = table
         self._snapshot = snapshot
+        # Each vector read by the range its own delete entry gives, no manifest read: what
+        # a Spark task holding a few planned files needs (as Java's readers do).
+        self._by_entry = by_entry
         self._refs: dict[str, list[DeletionVectorRef]] | None = None
         self._loaded: dict[str, dict[str, npt.NDArray[np.int64]]] = {}
         self._lock = threading.Lock()
@@ -249,6 +252,8 @@ class DeleteIndex:
         if cached is not None:
             return cached
         fmt = delete_file.file_format
+        if fmt == FileFormat.PUFFIN and self._by_entry:
+            return self._entry_vector(delete_file)
         if fmt == FileFormat.PUFFIN:
             loaded = {data: dv.to_numpy() for data, dv in self.vectors(path).items()}
         elif fmt == FileFormat.PARQUET:
@@ -259,6 +264,23 @@ class DeleteIndex:
             )
         with self._lock:
             self._loaded[path] = loaded
+        return loaded
+
+    def _entry_vector(self, delete_file: DataFile) -> dict[str, npt.NDArray[np.int64]]:
+        """``{data file: positions}`` of the one vector ``delete_file`` (an entry) locates."""
+        ref = vector_ref(delete_file, "of the plan")
+        key = f"{ref.path}#{ref.content_offset}"
+        with self._lock:
+            cached = self._loaded.get(key)
+        if cached is not None:
+            return cached
+        source = open_source(ref.path, file_size=ref.file_size_in_bytes, file_io=self._table.io)
+        try:
+            loaded = {ref.referenced_data_file: read_vector(source, ref).to_numpy()}
+        finally:
+            source.close()
+        with self._lock:
+            self._loaded[key] = loaded
         return loaded
 
     def _load_parquet(self, path: str) -> dict[str, npt.NDArray[np.int64]]:

@@ -1,14 +1,14 @@
 """Every row a snapshot's deletes remove from one data file, as positions: both kinds of delete.
 
 :class:`~puffin.iceberg.metadata.delete_files.DeleteIndex` reads position deletes (deletion
-vectors and position-delete files). :class:`DeleteFilter` adds equality deletes: it reads the
-data file's key columns (only those, by field id), matches them in Arrow against the keys of
-the equality delete files that apply (:mod:`puffin.iceberg.scan.equality`, each delete file
-read once per job) and turns the matches into positions. Jobs that work with positions (the
-statistics reader, the matching of ``delete_rows`` and ``overwrite``, compaction's choice,
-the conversion of equality deletes to deletion vectors) thereby apply equality deletes the
-way they apply the others; ``scan_table``'s row reader matches the keys in the batches it
-reads anyway (``scan/rows.py``).
+vectors and position-delete files). :class:`DeleteFilter` adds equality deletes: the row
+reader (:meth:`~puffin.iceberg.scan.rows.RowReader.equality_positions`) reads the data file's
+key columns (only those, by field id), matches them in Arrow against the keys of the equality
+delete files that apply (:mod:`puffin.iceberg.scan.equality`, each delete file read once per
+job) and turns the matches into positions. Jobs that work with positions (statistics,
+``delete_rows``' merge with the live deletes, compaction's choice, the conversion of equality
+deletes to deletion vectors) thereby apply equality deletes the way they apply the others;
+``scan_table`` matches the keys in the batches it reads anyway.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from puffin.iceberg.metadata.delete_files import DeleteIndex
-from puffin.iceberg.scan.equality import EqualityDeletes
-from puffin.iceberg.scan.row_filter import FileSchemas
+from puffin.iceberg.scan.rows import RowReader
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,13 +40,12 @@ class DeleteFilter(DeleteIndex):
             gone = deletes.deleted_positions(p)  # None when every row is live
     """
 
-    def __init__(self, table: Table, snapshot: Snapshot | None) -> None:
-        super().__init__(table, snapshot)
-        schemas = FileSchemas(
-            table.metadata.name_mapping(), format_version=table.metadata.format_version
-        )
-        self.equality = EqualityDeletes(table, schemas)
-        self._schemas = schemas
+    def __init__(self, table: Table, snapshot: Snapshot | None, *, by_entry: bool = False) -> None:
+        from pyiceberg.expressions import AlwaysTrue
+
+        super().__init__(table, snapshot, by_entry=by_entry)
+        # Rows read for their keys only: no filter, no delete applied.
+        self._rows = RowReader(table, table.schema(), AlwaysTrue(), True, None, [], {})
         self._matched: dict[str, npt.NDArray[np.int64]] = {}
         self._match_lock = threading.Lock()
 
@@ -79,21 +77,5 @@ class DeleteFilter(DeleteIndex):
         return known
 
     def _match(self, planned: PlannedFile) -> npt.NDArray[np.int64]:
-        """The data file's key columns read a row group at a time and matched."""
-        import numpy as np
-
-        from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, row_groups
-
-        parts, offset = [], 0
-        with open_data_file(self._table.io, planned.path) as f:
-            parquet = parquet_file(f, planned.path)
-            _, schema = self._schemas.of(parquet.schema_arrow)
-            keys = self.equality.for_file(planned, schema)
-            if keys is None:
-                return np.empty(0, dtype=np.int64)
-            for group in row_groups(parquet, keys.columns):
-                gone = keys.deleted(group)  # no column read: the rows are still counted
-                parts.append(np.flatnonzero(gone).astype(np.int64) + offset)
-                offset += group.num_rows
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-
+        """The data file's key columns read by the row reader and matched."""
+        return self._rows.equality_positions(planned)

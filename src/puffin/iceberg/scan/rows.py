@@ -31,6 +31,8 @@ from puffin.iceberg.scan.plan import PlannedFile, keep_mask
 from puffin.iceberg.scan.row_filter import FileSchemas, filter_for_file, rows_matching
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.schema import Schema
@@ -152,6 +154,24 @@ class RowReader:
                 f, parquet.metadata, planned.path, schema, columns, positions,
                 distinct_ok=distinct_ok,
             )  # fmt: skip
+
+    def equality_positions(self, planned: PlannedFile) -> npt.NDArray[np.int64]:
+        """The sorted positions of ``planned`` that its equality deletes remove (whatever
+        else deletes them): its key columns read a row group at a time and matched."""
+        import numpy as np
+
+        parts, offset = [], 0
+        with open_data_file(self.table.io, planned.path) as f:
+            parquet = parquet_file(f, planned.path)
+            schema = self._schemas.of(parquet.schema_arrow, planned.path)[1]
+            keys = self.equality.for_file(planned, schema)
+            if keys is None:
+                return np.empty(0, dtype=np.int64)
+            for group in row_groups(parquet, keys.columns):
+                gone = keys.deleted(group)  # no column read: the rows are still counted
+                parts.append(np.flatnonzero(gone).astype(np.int64) + offset)
+                offset += group.num_rows
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def _pushed_down(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
         from pyiceberg.io.pyarrow import _task_to_record_batches
