@@ -33,10 +33,13 @@ def server() -> Iterator[CountingS3Server]:
         yield s
 
 
+@pytest.mark.parametrize("by_entry", [False, True])
 @pytest.mark.parametrize("fileio", ["pyarrow", "fsspec"])
 def test_each_vector_is_one_get_of_its_range(
-    server: CountingS3Server, tmp_path: Path, fileio: str
+    server: CountingS3Server, tmp_path: Path, fileio: str, by_entry: bool
 ) -> None:
+    """``by_entry`` (a Spark task's index): each vector read by its own entry's range, and
+    no manifest read at all."""
     from pyiceberg.catalog.sql import SqlCatalog
 
     impl = {
@@ -67,10 +70,11 @@ def test_each_vector_is_one_get_of_its_range(
     assert len(refs) == FILES
     files = {r.path for r in refs}
     assert len(files) == 2  # the second delete rewrote one vector into a file of its own
+    planned_files = plan_files(table, snapshot)
     server.log.clear()
-    index = DeleteIndex(table, snapshot)
+    index = DeleteIndex(table, snapshot, by_entry=by_entry)
     found: set[int] = set()
-    for planned in plan_files(table, snapshot):
+    for planned in planned_files:
         positions = index.positions(planned.path, planned.delete_files)
         assert positions is not None
         first = _first_id(table, planned.path)
@@ -86,8 +90,12 @@ def test_each_vector_is_one_get_of_its_range(
     heads = [r.path for r in server.log.snapshot() if r.method == "HEAD" and "puffin" in r.path]
     # fsspec: the manifest's file_size_in_bytes stands in for a HEAD; PyArrow's input file
     # asks the size itself when opened, once per Puffin file.
-    assert len(heads) == (len(files) if fileio == "pyarrow" else 0)
-    assert len(set(heads)) == len(heads)
+    opened = len(refs) if by_entry else len(files)  # by entry: each vector's file opened
+    assert len(heads) == (opened if fileio == "pyarrow" else 0)
+    if by_entry:
+        assert not [r for r in server.log.snapshot() if r.path.endswith(".avro")]
+    else:
+        assert len(set(heads)) == len(heads)
 
 
 def _first_id(table: object, path: str) -> int:
