@@ -939,21 +939,29 @@ def test_a_v2_cdc_table_is_deleted_from_upgraded_and_converted_on_spark(
     assert not equality_files(converted.table) and live_rows(converted.table) == model.live()
 
 
-def test_floating_point_equality_keys_are_refused_on_spark() -> None:
-    """Spark's join takes -0.0 for 0.0 (Iceberg's equality does not): such keys are refused
-    with a pointer to the Python conversion; a key nested in a struct is found by its path."""
-    from pyiceberg.schema import Schema
-    from pyiceberg.types import DoubleType, LongType, NestedField, StructType
+def test_floating_point_equality_keys_match_on_spark_as_iceberg_compares_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Spark tasks match equality keys with the Python job's code (Spark's own join took
+    -0.0 for 0.0): keys 0.0 and NaN delete the rows 0.0 and NaN, not -0.0 nor 1.5, as
+    Java's ``Float.compareTo`` tells them apart; the conversion leaves those rows."""
+    import math
 
-    from puffin.errors import UnsupportedTableError
-    from puffin.spark._frames import _id_path
+    from iceberg_fixtures import equality_delete_file
+    from puffin.iceberg import append, scan_table, upgrade_to_v3
+    from puffin.iceberg.metadata.snapshots import commit_snapshot
 
-    schema = Schema(
-        NestedField(1, "x", DoubleType(), required=False),
-        NestedField(2, "s", StructType(NestedField(3, "id", LongType(), required=False))),
-    )
-    assert _id_path(schema, 3) == [2, 3]
-    with pytest.raises(UnsupportedTableError, match="convert-equality-deletes"):
-        _id_path(schema, 1)
-    with pytest.raises(UnsupportedTableError, match="not a column"):
-        _id_path(schema, 9)
+    ids = [{"PARQUET:field_id": str(i)} for i in (1, 2)]
+    schema = pa.schema([pa.field("id", pa.int64(), metadata=ids[0]),
+                        pa.field("x", pa.float64(), metadata=ids[1])])  # fmt: skip
+    catalog = make_catalog(tmp_path)
+    table = upgrade_to_v3(catalog.create_table("db.f", schema))
+    xs = [0.0, -0.0, math.nan, 1.5, None]
+    table = append(table, pa.table({"id": range(len(xs)), "x": xs}, schema=schema))
+    keys = pa.table({"x": [0.0, math.nan]}, schema=pa.schema([schema.field("x")]))
+    delete = equality_delete_file(table, tmp_path / "eq.parquet", keys, [2])
+    table, _ = commit_snapshot(table, [], deletes=[delete], operation="delete")
+    assert sorted(scan_table(table).to_arrow()["id"].to_pylist()) == [1, 3, 4]
+    converted = ps.convert_equality_deletes(spark, table)
+    assert converted.converted_rows == 2
+    assert sorted(scan_table(converted.table).to_arrow()["id"].to_pylist()) == [1, 3, 4]

@@ -2,10 +2,10 @@
 
 :func:`convert_equality_deletes` is :func:`puffin.iceberg.convert_equality_deletes` (one
 ``replace`` snapshot, retried over a commit that lands meanwhile, through the maintenance
-guard) whose rows are found by Spark: the executors join each equality delete file's keys
-with the rows of the data files it applies to
-(:func:`puffin.spark._frames.equality_deleted_rows`) and build one serialized vector per
-data file; the driver merges them with each file's vector and commits.
+guard) whose rows are found on Spark's executors: each task matches the keys of the
+equality deletes that apply to its data files with the row reader of the Python job
+(:class:`puffin.spark.row_jobs.EqualityJob`) and sends one serialized vector per data file;
+the driver merges them with each file's vector and commits.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ def convert_equality_deletes(
 ) -> ConvertResult:
     """Replace the table's equality delete files by deletion vectors, keys matched on Spark.
 
-    Data files must be Parquet, and keys not floating-point (Spark's join takes -0.0 for
-    0.0): :class:`~puffin.errors.UnsupportedTableError` otherwise, naming the Python job
-    that converts them. On a v2 table the rows become position-delete files, as in the
-    Python job.
+    Data files must be Parquet (:class:`~puffin.errors.UnsupportedTableError` otherwise).
+    Keys of every type match as in the Python job (floating-point keys as Iceberg compares
+    them: ``-0.0`` is not ``0.0``). On a v2 table the rows become position-delete files,
+    as in the Python job.
 
     Example::
 
@@ -56,35 +56,25 @@ def matched_on_spark(
 ) -> dict[str, npt.NDArray[np.int64]]:
     """``{data file path: positions its equality deletes remove}`` for the planned files of
     the table's current snapshot, found on the executors (files without a match left out)."""
-    from pyspark.sql import functions as F
-
-    from puffin.iceberg.scan.columns import snapshot_schema
-    from puffin.spark._frames import (
-        FIELD_ID_CONF,
-        check_parquet,
-        equality_deleted_rows,
-        path_key,
-        session_conf,
-    )
-    from puffin.spark.deletes import collect_vectors
+    from puffin.spark._paths import check_parquet, path_key
+    from puffin.spark.deletes import merge_vector_rows
+    from puffin.spark.file_tasks import map_files
+    from puffin.spark.preflight import python_tasks
+    from puffin.spark.row_jobs import VECTOR_SCHEMA, EqualityJob
 
     touched = [p for p in planned if p.equality_deletes]
     snapshot = table.current_snapshot()
     if not touched or snapshot is None:
         return {}
     check_parquet(touched)
-    schema = snapshot_schema(table, snapshot.schema_id)
-    with session_conf(spark, FIELD_ID_CONF):
-        rows = equality_deleted_rows(spark, schema, touched)
-        if rows is None:
-            return {}
-        found = collect_vectors(rows.select(F.col("k").alias("file_path"), F.col("pos")))
-    # Reported by path key (path_key again would unquote a '%' in a location twice).
+    frame = map_files(spark, table, snapshot, touched, EqualityJob, VECTOR_SCHEMA)
+    with python_tasks(spark):
+        found = merge_vector_rows(frame.collect())
     by_key = {path_key(p.path): p for p in touched}
     out: dict[str, npt.NDArray[np.int64]] = {}
-    for key, (dv, last) in found.items():
-        target = by_key.get(key)
+    for path, (dv, last) in found.items():
+        target = by_key.get(path_key(path))
         if target is None or last >= target.record_count:
-            raise RuntimeError(f"Spark matched row {last} of {key!r}, not a row of the plan")
+            raise RuntimeError(f"Spark matched row {last} of {path!r}, not a row of the plan")
         out[target.path] = dv.to_numpy()
     return out

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from puffin.errors import UsageError
-from puffin.spark._frames import FIELD_ID_CONF, check_parquet, path_key, session_conf, table_frame
+from puffin.spark._paths import check_parquet, path_key
+from puffin.spark.row_jobs import VECTOR_SCHEMA
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import pyarrow as pa
@@ -33,8 +34,6 @@ __all__ = [
     "position_deletes_to_deletion_vectors",
     "upgrade_to_v3",
 ]
-
-_DV_SCHEMA = "file_path string, record_count long, last long, dv binary"
 
 
 def _dv_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -92,11 +91,18 @@ def collect_vectors(rows_df: DataFrame) -> dict[str, tuple[DeletionVector, int]]
     A file that spans several partitions comes back as several partial vectors, merged
     here; each payload's CRC and cardinality are checked as it is decoded.
     """
-    from puffin.blobs.dv.files import DeletionVector
     from puffin.spark.preflight import python_tasks
 
     with python_tasks(rows_df.sparkSession):
-        rows = rows_df.mapInArrow(_dv_partition, _DV_SCHEMA).collect()
+        rows = rows_df.mapInArrow(_dv_partition, VECTOR_SCHEMA).collect()
+    return merge_vector_rows(rows)
+
+
+def merge_vector_rows(rows: Iterable[Any]) -> dict[str, tuple[DeletionVector, int]]:
+    """Collected rows of :data:`~puffin.spark.row_jobs.VECTOR_SCHEMA` merged by file:
+    {file path: (DeletionVector, largest position)}, each payload checked as decoded."""
+    from puffin.blobs.dv.files import DeletionVector
+
     merged: dict[str, tuple[DeletionVector, int]] = {}
     for row in rows:
         path = row["file_path"]
@@ -125,37 +131,33 @@ def deletion_vector_positions(
     ``where`` is what :func:`puffin.iceberg.delete_rows` takes: a pyiceberg row-filter
     string or ``BooleanExpression``, bound strictly to the table's current schema before
     Spark runs (a mistake is a :class:`~puffin.errors.UsageError` or
-    :class:`~puffin.errors.ColumnNotFoundError`) and translated into a Spark column that
-    matches the same rows (:mod:`puffin.spark.conditions`).  Spark reads the snapshot's
-    Parquet data files (columns by field id), keeps the matching rows' ``_metadata.file_path`` and
-    ``_metadata.row_index``, and each partition builds and serializes one deletion vector
-    per data file on the executors.  The driver merges the pieces of files split over
-    partitions and, with ``merge_existing``, adds the positions the snapshot already
-    deletes in those files (equality deletes included).  Returns ``{data file path:
-    DeletionVector}`` sorted by path (empty when no row matches).
+    :class:`~puffin.errors.ColumnNotFoundError`).  The driver plans the snapshot; each Spark
+    task matches the condition in its share of the Parquet data files with the row reader
+    of :func:`puffin.iceberg.delete_rows` (:class:`~puffin.spark.row_jobs.MatchJob`) and
+    sends one serialized deletion vector per data file.  The driver checks them and, with
+    ``merge_existing``, adds the positions the snapshot already deletes in those files
+    (equality deletes included).  Returns ``{data file path: DeletionVector}`` sorted by
+    path (empty when no row matches).
     """
-    from pyspark.sql import functions as F
+    from functools import partial
 
     from puffin.iceberg.catalog.catalogs import resolve_snapshot
-    from puffin.iceberg.scan.columns import snapshot_schema
     from puffin.iceberg.scan.delete_filter import DeleteFilter
     from puffin.iceberg.scan.plan import plan_files
     from puffin.iceberg.scan.row_filter import bind_where
-    from puffin.spark.conditions import spark_column
+    from puffin.spark.file_tasks import map_files
+    from puffin.spark.preflight import python_tasks
+    from puffin.spark.row_jobs import MatchJob
 
     bound = bind_where(table, where)
     snapshot = resolve_snapshot(table, snapshot_id)
-    schema = snapshot_schema(table, snapshot.schema_id)
     planned = plan_files(table, snapshot, equality=True)
     check_parquet(planned)
     if not planned:
         return {}
-    with session_conf(spark, FIELD_ID_CONF):
-        data = table_frame(spark, schema, planned, None, rows=False)
-        matches = data.where(spark_column(bound, schema)).select(
-            F.col("_metadata.file_path"), F.col("_metadata.row_index")
-        )
-        found = collect_vectors(matches)
+    frame = map_files(spark, table, snapshot, planned, partial(MatchJob, bound), VECTOR_SCHEMA)
+    with python_tasks(spark):
+        found = merge_vector_rows(frame.collect())
     existing = DeleteFilter(table, snapshot) if merge_existing else None
     return dict(sorted(vectors_by_data_file(found, planned, existing).items()))
 

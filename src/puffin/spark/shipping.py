@@ -1,7 +1,8 @@
 """The driver's environment, packed once and shipped to executors whose Python lacks it.
 
-This library's Python tasks need it and its compiled dependencies (NumPy, pyarrow, pyroaring,
-lz4, zstandard) on every executor; ``spark.submit.pyFiles`` cannot carry compiled code.
+This library's Python tasks need it, pyiceberg (the table jobs' tasks load the table) and its
+compiled dependencies (NumPy, pyarrow, pyroaring, lz4, zstandard) on every executor;
+``spark.submit.pyFiles`` cannot carry compiled code.
 PySpark's documented ways are a packed environment (conda-pack, venv-pack) or a PEX. We
 build a PEX: ``pex --venv-repository`` resolves exactly the library's dependency closure from
 the driver's own environment, offline, and builds a wheel of the library even from an
@@ -35,8 +36,9 @@ __all__ = ["CACHE_ENV", "environment_conf", "packed_environment"]
 #: Folder of the packed environments (default ``~/.cache/puffin/spark``).
 CACHE_ENV = "PUFFIN_SPARK_ENV_CACHE"
 _DISTRIBUTION = "iceberg-puffin"
-# Imported by the Python tasks on the executors besides the library's own requirements.
-_TASK_EXTRAS = ("pyarrow",)
+# Imported by the Python tasks on the executors besides the library's own requirements:
+# the table jobs' tasks load the table and read its files with pyiceberg's FileIO.
+_TASK_EXTRAS = ("pyarrow", "pyiceberg")
 
 
 def environment_conf(cache_dir: str | os.PathLike[str] | None = None) -> dict[str, str]:

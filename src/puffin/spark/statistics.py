@@ -9,15 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from puffin.spark._frames import FIELD_ID_CONF, check_parquet, column_ref, live_rows, session_conf
+from puffin.spark._paths import check_parquet
 from puffin.spark.ndv import compute_ndv_sketches
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
     from pyiceberg.table.statistics import StatisticsFile
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from puffin.blobs.theta.files import ThetaSketch
+    from puffin.iceberg.scan.columns import ScanColumn
+    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["compute_table_statistics"]
 
@@ -34,44 +37,35 @@ def compute_table_statistics(
 ) -> StatisticsFile:
     """:func:`puffin.iceberg.compute_table_statistics` with Spark reading the data files.
 
-    Plans the snapshot with pyiceberg, reads the chosen columns of its Parquet data files
-    with Spark (matched by field id, so renamed columns read right), removes rows deleted
-    by position-delete files or deletion vectors, sketches each column on the executors
-    (:func:`~puffin.spark.compute_ndv_sketches`), writes ``<snapshot-id>-<uuid>.stats``
-    under the table's metadata folder through its FileIO, and (with ``commit``) registers it
-    as the snapshot's statistics file.  The file is the one the single-process job writes
-    for the same snapshot, sketch for sketch.  Returns the pyiceberg ``StatisticsFile``.
+    Plans the snapshot on the driver; Spark tasks read the chosen columns of its Parquet
+    data files with the row reader of the Python job (by field id, so renamed columns read
+    right; every delete applied, equality deletes too). ``engine`` ``"auto"`` or
+    ``"arrow"``: each task sketches what it reads (the Python job's sketching) and the
+    driver unions the tasks' sketches; ``"jvm"``: the rows go to Spark's
+    ``theta_sketch_agg`` (:func:`~puffin.spark.compute_ndv_sketches`, Spark 4.1+). The
+    driver writes ``<snapshot-id>-<uuid>.stats`` under the table's metadata folder through
+    its FileIO, and (with ``commit``) registers it as the snapshot's statistics file. The
+    file is the one the single-process job writes for the same snapshot, sketch for sketch.
+    Returns the pyiceberg ``StatisticsFile``.
 
-    Equality deletes, non-Parquet data files and Parquet files without field ids are not
-    supported (``UnsupportedTableError``, or Spark's error for missing field ids).
+    Non-Parquet data files, and Parquet files without field ids in a table without a name
+    mapping, are refused (:class:`~puffin.errors.UnsupportedTableError`).
     """
     from puffin.blobs.theta.files import ThetaSketch
-    from puffin.iceberg.scan.columns import snapshot_schema
     from puffin.iceberg.statistics.compute import plan_statistics
     from puffin.iceberg.statistics.files import write_statistics_file
 
+    check_engine(engine)
     snapshot, scan_columns, planned = plan_statistics(table, snapshot_id, columns)
-    schema = snapshot_schema(table, snapshot.schema_id)
     check_parquet(planned)
 
     sketches: list[ThetaSketch]
-    if planned:
-        top_ids = {c.path[0] for c in scan_columns}
-        with session_conf(spark, FIELD_ID_CONF):
-            live = live_rows(spark, table, snapshot, schema, planned, top_ids)
-            frame = live.select(
-                *[column_ref(schema, c.path).alias(f"f{c.field_id}") for c in scan_columns]
-            )
-            by_name = compute_ndv_sketches(
-                frame,
-                [f"f{c.field_id}" for c in scan_columns],
-                iceberg_types={f"f{c.field_id}": str(c.iceberg_type) for c in scan_columns},
-                lg_k=lg_k,
-                engine=engine,
-            )
-        sketches = [by_name[f"f{c.field_id}"] for c in scan_columns]
-    else:
+    if not planned:
         sketches = [ThetaSketch() for _ in scan_columns]
+    elif engine == "jvm":
+        sketches = _jvm_sketches(spark, table, snapshot, planned, scan_columns, lg_k)
+    else:
+        sketches = task_sketches(spark, table, snapshot, planned, scan_columns, lg_k)
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
     return write_statistics_file(
@@ -81,3 +75,83 @@ def compute_table_statistics(
         sequence_number=sequence_number,
         commit=commit,
     )
+
+
+def live_columns(
+    spark: SparkSession,
+    table: Table,
+    snapshot: Snapshot,
+    planned: Sequence[PlannedFile],
+    columns: Sequence[ScanColumn],
+) -> DataFrame:
+    """The snapshot's live rows of ``columns`` (a column ``f<field id>`` each, in the Spark
+    type that keeps its exact values), read on the executors by the row reader."""
+    from functools import partial
+
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from puffin.spark.file_tasks import map_files
+    from puffin.spark.row_jobs import ColumnsJob
+    from puffin.spark.types import spark_read_type
+
+    schema = T.StructType(
+        [T.StructField(f"f{c.field_id}", spark_read_type(c.iceberg_type)) for c in columns]
+    )
+    job = partial(ColumnsJob, list(columns), to_arrow_schema(schema))
+    return map_files(spark, table, snapshot, planned, job, schema.simpleString())
+
+
+def task_sketches(
+    spark: SparkSession,
+    table: Table,
+    snapshot: Snapshot,
+    planned: Sequence[PlannedFile],
+    columns: Sequence[ScanColumn],
+    lg_k: int,
+) -> list[ThetaSketch]:
+    """Each column's sketch: every task reads and sketches its files
+    (:class:`~puffin.spark.row_jobs.SketchJob`), the driver unions the tasks' sketches."""
+    from functools import partial
+
+    from puffin.blobs.theta.files import ThetaSketch
+    from puffin.spark.file_tasks import map_files
+    from puffin.spark.preflight import python_tasks
+    from puffin.spark.row_jobs import SKETCH_SCHEMA, SketchJob
+
+    job = partial(SketchJob, list(columns), lg_k)
+    frame = map_files(spark, table, snapshot, planned, job, SKETCH_SCHEMA)
+    with python_tasks(spark):
+        rows = frame.collect()
+    parts: list[list[bytes]] = [[] for _ in columns]
+    for row in rows:
+        parts[row["column"]].append(bytes(row["sketch"]))
+    return [ThetaSketch.union(ThetaSketch(), *p, lg_k=lg_k) for p in parts]
+
+
+def _jvm_sketches(
+    spark: SparkSession,
+    table: Table,
+    snapshot: Snapshot,
+    planned: Sequence[PlannedFile],
+    columns: Sequence[ScanColumn],
+    lg_k: int,
+) -> list[ThetaSketch]:
+    """Each column's sketch by Spark's ``theta_sketch_agg`` over the rows the tasks read."""
+    from puffin.spark.preflight import python_tasks
+
+    frame = live_columns(spark, table, snapshot, planned, columns)
+    names = [f"f{c.field_id}" for c in columns]
+    types = {f"f{c.field_id}": str(c.iceberg_type) for c in columns}
+    with python_tasks(spark):  # the rows come from Python tasks
+        by_name = compute_ndv_sketches(frame, names, iceberg_types=types, lg_k=lg_k, engine="jvm")
+    return [by_name[n] for n in names]
+
+
+def check_engine(engine: str) -> None:
+    """A :class:`~puffin.errors.UsageError` for an engine :data:`ENGINES` does not name."""
+    from puffin.errors import UsageError
+    from puffin.spark.ndv import ENGINES
+
+    if engine not in ENGINES:
+        raise UsageError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
