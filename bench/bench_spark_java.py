@@ -73,10 +73,10 @@ def main() -> int:
         spark = ps.local_session("local[2]", memory="2g")
         with JavaPeer(folder / "java") as java:
             jobs: dict[str, Callable[[], object]] = {
-                "ours, arrow engine": lambda: ps.compute_table_statistics(
-                    spark, table, commit=False, engine="arrow"),
-                "ours, auto engine (jvm where it can)": lambda: ps.compute_table_statistics(
-                    spark, table, commit=False, engine="auto"),
+                "ours, default (each task reads and sketches)": lambda: (
+                    ps.compute_table_statistics(spark, table, commit=False, engine="auto")),
+                "ours, jvm engine (rows to theta_sketch_agg)": lambda: (
+                    ps.compute_table_statistics(spark, table, commit=False, engine="jvm")),
                 "java compute_table_stats": lambda: java.sql(STATS, warehouse=folder),
             }  # fmt: skip
             for job in jobs.values():
