@@ -71,6 +71,9 @@ def test_every_quote_is_in_the_spec(vectors: list[dict[str, Any]]) -> None:
     documents = {
         "puffin-spec": squash((SEEDS / "puffin-spec.txt").read_text(encoding="utf-8")),
         "iceberg-table-spec": squash((SEEDS / "iceberg-table-spec.txt").read_text("utf-8")),
+        "iceberg-table-spec-v3": squash(
+            (SEEDS / "iceberg-table-spec-v3-dv.txt").read_text("utf-8")
+        ),
     }
     missing = {
         v["spec"]["quote"]

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.peer
 def test_export_writes_every_vector_and_builds_the_tables(tmp_path: Path) -> None:
     pytest.importorskip("pyiceberg")
     from peers import read_duckdb
+    from puffin.conformance.adapters._puffin import PuffinAdapter
     from puffin.conformance.tables import rows_digest
 
     target = tmp_path / "corpus"
@@ -34,7 +35,15 @@ def test_export_writes_every_vector_and_builds_the_tables(tmp_path: Path) -> Non
         for name, fact in vector.get("inputs", {}).items():
             data = (folder / name).read_bytes()
             assert (len(data), hashlib.sha256(data).hexdigest()) == (fact["size"], fact["sha256"])
-        if vector["op"] == "scan-table":
+        if vector["op"] == "scan-table" and "error" in vector["expected"]:
+            tables += 1  # a table a writer got wrong: it must still be refused as exported
+            metadata = str(target / vector["materialized"]["metadata"])
+            columns = [c["name"] for c in vector["args"]["schema"]]
+            response = PuffinAdapter().handle(
+                {"op": "scan-table", "metadata": metadata, "columns": columns}
+            )
+            assert response["ok"] is False and response["category"] == vector["expected"]["error"]
+        elif vector["op"] == "scan-table":
             tables += 1
             rows = read_duckdb(target / vector["materialized"]["metadata"])
             columns = [c["name"] for c in vector["args"]["schema"]]

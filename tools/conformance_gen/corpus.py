@@ -37,6 +37,8 @@ __all__ = [
 
 _PUFFIN = "puffin-spec"
 _TABLE = "iceberg-table-spec"
+#: Passages on deletion vectors of a newer table spec (testdata/specs/iceberg-table-spec-v3-dv.txt)
+_TABLE_V3 = "iceberg-table-spec-v3"
 
 #: Spec sentences, quoted verbatim from the Puffin spec and the Iceberg table spec.
 SPEC: dict[str, tuple[str, str]] = {
@@ -175,6 +177,27 @@ SPEC: dict[str, tuple[str, str]] = {
         _PUFFIN,
         "A serialized delete vector (bitmap) that represents the positions of rows in a file "
         "that are deleted.",
+    ),
+    "dv-cardinality": (
+        _TABLE_V3,
+        "Number of records in this file, or the cardinality of a deletion vector",
+    ),
+    "dv-entry-fields": (
+        _TABLE_V3,
+        "For deletion vectors, these values are required and must exactly match the `offset` "
+        "and `length` stored in the Puffin footer for the deletion vector blob.",
+    ),
+    "dv-scope": (
+        _TABLE_V3,
+        "A deletion vector must be applied to a data file when all of the following are true: "
+        "- The data file's `file_path` is equal to the deletion vector's `referenced_data_file` "
+        "- The data file's data sequence number is _less than or equal to_ the deletion "
+        "vector's data sequence number - The data file's partition (both spec and partition "
+        "values) is equal [4] to the deletion vector's partition",
+    ),
+    "dv-one-per-file": (
+        _TABLE_V3,
+        "At most one deletion vector is allowed per data file in a snapshot.",
     ),
     "snapshot-union": (
         _TABLE,

@@ -146,18 +146,143 @@ _RECIPES: list[tuple[str, str, str, list[dict[str, Any]]]] = [
 ]
 
 
+_BASE = [*_appends(_ALL), _UPGRADE]
+
+
+def _raw(blobs: list[list[Any]], *entries: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "raw-vectors", "blobs": blobs, "entries": list(entries) or [{"blob": 0}]}
+
+
+# What a writer can get wrong around a deletion vector (issue 48), and what a conforming
+# reader must do: (name, spec key, description, steps, error category or None for rows).
+_MISTAKES: list[tuple[str, str, str, list[dict[str, Any]], str | None]] = [
+    (
+        "dv-blob-names-another-file",
+        "dv-properties",
+        "the blob's referenced-data-file names the second data file, its manifest entry the "
+        "first: a reader reads the vector by the entry's range and applies it to the entry's "
+        "data file (rows 5, 6 and 7 of the first file go); verify_table reports the mismatch",
+        [*_BASE, _raw([[1, [5, 6, 7]]], {"blob": 0, "file": 0})],
+        None,
+    ),
+    (
+        "dv-range-of-another-blob",
+        "dv-cardinality",
+        "two vectors in one Puffin file; the first data file's entry carries the range of the "
+        "second file's blob (3 positions) and a record_count of 100: the cardinality read is "
+        "not the entry's, so the table must be rejected, not read with the other file's rows",
+        [
+            *_BASE,
+            _raw([[0, [[0, 100]]], [1, [1, 2, 3]]], {"blob": 1, "file": 0, "record-count": 100}),
+        ],
+        "deletion-vector",
+    ),
+    (
+        "dv-content-offset-missing",
+        "dv-entry-fields",
+        "a deletion vector entry without content_offset: it cannot be read, so the table must "
+        "be rejected (skipping it would bring its deleted rows back)",
+        [*_BASE, _raw([[0, [1, 2]]], {"blob": 0, "offset": "missing"})],
+        "table-metadata",
+    ),
+    (
+        "dv-content-offset-off-by-one",
+        "dv-entry-fields",
+        "a deletion vector entry whose content_offset is one byte past the blob: its length "
+        "prefix and magic do not match, so the table must be rejected",
+        [*_BASE, _raw([[0, [1, 2]]], {"blob": 0, "offset": 1})],
+        "deletion-vector",
+    ),
+    (
+        "dv-content-size-short",
+        "dv-entry-fields",
+        "a deletion vector entry whose content_size_in_bytes is one byte short: the CRC is not "
+        "where the blob has it, so the table must be rejected",
+        [*_BASE, _raw([[0, [1, 2]]], {"blob": 0, "size": -1})],
+        "deletion-vector",
+    ),
+    (
+        "dv-record-count-differs",
+        "dv-cardinality",
+        "a deletion vector of 2 positions whose entry's record_count says 3: the table must be "
+        "rejected",
+        [*_BASE, _raw([[0, [1, 2]]], {"blob": 0, "record-count": 3})],
+        "deletion-vector",
+    ),
+    (
+        "dv-in-another-spec",
+        "dv-scope",
+        "the table gains an identity partition on name; a deletion vector for a data file of "
+        "the unpartitioned spec is committed in the new spec: a reader must reject the table "
+        "(Java fails such scans since apache/iceberg#16957)",
+        [
+            *_appends(_ALL),
+            {"action": "partition-by", "column": "name"},
+            _UPGRADE,
+            _raw([[0, [1, 2]]], {"blob": 0, "partition": ["x"]}),
+        ],
+        "table-metadata",
+    ),
+    (
+        "two-live-dvs-for-one-file",
+        "dv-one-per-file",
+        "two commits each add a deletion vector for the first data file, the first not "
+        "removed: a data file has at most one, so the table must be rejected",
+        [*_BASE, _raw([[0, [1]]]), _raw([[0, [2]]])],
+        "table-metadata",
+    ),
+    (
+        "dv-below-its-data-file",
+        "dv-scope",
+        "a deletion vector for a data file committed before the file is added: its data "
+        "sequence number is below the data file's, so it does not apply; Java fails the scan "
+        '("DV data sequence number ... must be greater than or equal to") and a reader must '
+        "reject the table, whose writer meant those rows deleted",
+        [
+            *_appends([0, 1]),
+            _UPGRADE,
+            _raw([["@late.parquet", [1, 2]]]),
+            {"action": "add-file", "file": 2, "name": "late.parquet"},
+        ],
+        "table-metadata",
+    ),
+    (
+        "dv-on-a-gone-data-file",
+        "dv-scope",
+        "a deletion vector for a data file the table never had: it applies to no data file, "
+        "so every row is read",
+        [*_BASE, _raw([["@gone.parquet", [1, 2]]])],
+        None,
+    ),
+    (
+        "dv-position-past-the-end",
+        "dv-set-bit",
+        "a deletion vector of the third data file (2000 rows) setting positions 1, 2000 and "
+        "2500: only row 1 goes; positions past the file delete nothing (verify_table reports "
+        "them)",
+        [*_BASE, _raw([[2, [1, 2000, 2500]]])],
+        None,
+    ),
+]
+
+
 def table_vectors() -> Iterator[Vector]:
     rows = table_rows()
     data = (json.dumps(rows, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    for name, spec, description, steps in _RECIPES:
-        expected = expected_rows(rows["files"], steps)
+    recipes = [(*r, None) for r in _RECIPES] + _MISTAKES
+    for name, spec, description, steps, error in recipes:
+        if error is not None:
+            outcome: dict[str, Any] = {"error": error}
+        else:
+            expected = expected_rows(rows["files"], steps)
+            outcome = {"result": {"count": len(expected), "rows-sha256": rows_digest(expected)}}
         yield Vector(
             "table",
             name,
             "scan-table",
             spec,
             description,
-            {"result": {"count": len(expected), "rows-sha256": rows_digest(expected)}},
+            outcome,
             args={"schema": COLUMNS, "steps": steps},
             inputs={ROWS_FILE: data},
         )

@@ -30,6 +30,7 @@ from puffin.errors import (
     InvalidFooterError,
     LimitExceededError,
     PuffinError,
+    TableMetadataError,
     ThetaSketchError,
     UnknownCodecError,
 )
@@ -53,6 +54,7 @@ _CATEGORIES: tuple[tuple[type[BaseException], str], ...] = (
     (ThetaSketchError, "theta-sketch"),
     (InvalidBlobError, "invalid-blob"),
     (PuffinError, "invalid"),
+    (TableMetadataError, "table-metadata"),  # a table's manifests that break its spec
     (OSError, "io"),
 )
 

@@ -27,6 +27,20 @@ _PRE_LONGS = (
     "otherwise and a count, theta and 32 hashes follow"
 )
 _TRAILING = "bitmaps are read until the declared count; bytes left before the CRC are ignored"
+_DUCKDB_NULL_OFFSET = (
+    'a DV entry without content_offset is an internal error ("Calling GetValue on a value '
+    'that is NULL") that invalidates the whole database: every later query fails until it '
+    "is restarted"
+)
+_DUCKDB_COUNT = (
+    "a DV's cardinality is not checked against its entry's record_count: a range that holds "
+    "another file's vector is applied as it is"
+)
+_DUCKDB_SCOPE = (
+    "a vector in another partition spec than its data file is applied, and one below its data "
+    "file's sequence number is skipped (the rows its writer deleted come back), where Java "
+    "and iceberg-rust refuse the table"
+)
 
 KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
     "puffin": [],
@@ -110,6 +124,32 @@ KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
             ("deletion-vector/invalid-footer-same-data-file-twice",),
             "two DVs for one data file: the last one silently wins",
         ),
+        (
+            ("table/dv-blob-names-another-file",),
+            "its scan reads a Puffin delete file whole and applies each blob to the data file "
+            "its footer's referenced-data-file names, not to the one the manifest entry names: "
+            "the vector lands on the other file",
+        ),
+        (
+            (
+                "table/dv-range-of-another-blob",
+                "table/dv-content-offset-*",
+                "table/dv-content-size-short",
+                "table/dv-record-count-differs",
+            ),
+            "its scan ignores a DV entry's content_offset, content_size_in_bytes and "
+            "record_count (it reads every blob through the footer), so none is checked",
+        ),
+        (
+            (
+                "table/dv-in-another-spec",
+                "table/two-live-dvs-for-one-file",
+                "table/dv-below-its-data-file",
+            ),
+            "its planner checks none of the DV rules of a table: a vector in another partition "
+            "spec is applied, two vectors of one data file are both applied, a vector below its "
+            "data file's sequence number is skipped (the rows its writer deleted come back)",
+        ),
     ],
     "datasketches": [(_THETA_BAD, _THETA_RANGE), (("theta/invalid-pre-longs",), _PRE_LONGS)],
     "java": [
@@ -140,7 +180,20 @@ KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
         ),
     ],
     "iceberg-rust": [],
-    "duckdb": [],
+    "duckdb": [
+        (("table/dv-content-offset-missing",), _DUCKDB_NULL_OFFSET),
+        (("table/dv-range-of-another-blob", "table/dv-record-count-differs"), _DUCKDB_COUNT),
+        (
+            ("table/dv-content-size-short",),
+            "DuckDB 1.4.4 reads a vector one byte short of its blob without an error (1.5.5 "
+            "refuses it)",
+        ),
+        (
+            ("table/two-live-dvs-for-one-file",),
+            "DuckDB 1.4.4 applies both vectors of one data file (1.5.5 refuses the table)",
+        ),
+        (("table/dv-in-another-spec", "table/dv-below-its-data-file"), _DUCKDB_SCOPE),
+    ],
     "duckdb-1.5.5": [
         (
             ("table/dvs-in-one-puffin-larger-first",),
@@ -148,8 +201,18 @@ KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
             "holds several, the larger first: the first file's 667 positions are deleted from "
             "each of the three files (3,999 rows instead of 4,920); 1.4.4 reads it right",
         ),
+        (("table/dv-content-offset-missing",), _DUCKDB_NULL_OFFSET),
+        (("table/dv-range-of-another-blob", "table/dv-record-count-differs"), _DUCKDB_COUNT),
+        (("table/dv-in-another-spec", "table/dv-below-its-data-file"), _DUCKDB_SCOPE),
     ],
-    "sail": [],
+    "sail": [
+        (
+            ("table/dv-in-another-spec", "table/dv-below-its-data-file"),
+            "Sail 0.7.2 applies a vector committed in another partition spec than its data file, "
+            "and skips one below its data file's sequence number (those rows come back) "
+            "instead of refusing the table",
+        ),
+    ],
     "iceberg-java": [
         (
             ("container/*lz4*", "container/mixed-codecs-*"),
@@ -191,6 +254,11 @@ KNOWN_FAILURES: dict[str, list[tuple[tuple[str, ...], str]]] = {
             "Java reads a DV through its manifest entry (offset, length, record count) and "
             "checks none of the spec's DV footer rules: snapshot-id and sequence-number -1, "
             "referenced-data-file present and non-empty, one DV per data file",
+        ),
+        (
+            ("table/dv-in-another-spec",),
+            "Iceberg Java 1.10.2 applies a vector committed in another partition spec than its "
+            "data file; the check that fails such scans (apache/iceberg#16957) came later",
         ),
     ],
 }

@@ -19,6 +19,8 @@ Steps, in order (the table starts as an empty v2 table):
   in the order given, each merged with the file's live deletes.
 
 ``positions`` is a list of integers and ``[start, stop]`` / ``[start, stop, step]`` ranges.
+The steps that commit a deletion vector a writer got wrong (``raw-vectors``, ``add-file``,
+``partition-by``) are :mod:`puffin.conformance.table_mistakes`'.
 """
 
 from __future__ import annotations
@@ -31,33 +33,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from puffin.conformance.recipe_values import TYPES, arrow_rows, positions_of
+
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyiceberg.catalog import Catalog
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
-__all__ = ["expected_rows", "materialize", "positions_of", "row_line", "rows_digest"]
-
-_TYPES = {
-    "long": ("LongType", "int64"),
-    "int": ("IntegerType", "int32"),
-    "string": (
-        "StringType",
-        "string",
-    ),
-}
-
-
-def positions_of(spec: Iterable[int | Sequence[int]]) -> list[int]:
-    """Ascending distinct positions of a recipe's position list (integers and ranges)."""
-    out: set[int] = set()
-    for item in spec:
-        if isinstance(item, int):
-            out.add(item)
-        else:
-            out.update(range(*item))
-    return sorted(out)
+__all__ = [
+    "arrow_rows", "expected_rows", "materialize", "positions_of", "row_line", "rows_digest",
+]  # fmt: skip
 
 
 def row_line(row: Sequence[Any]) -> str:
@@ -76,15 +61,23 @@ def rows_digest(rows: Iterable[Sequence[Any]]) -> str:
 def expected_rows(
     files: Sequence[Sequence[Sequence[Any]]], steps: Sequence[Mapping[str, Any]]
 ) -> list[list[Any]]:
-    """The rows the table of a recipe holds after its steps (deleted positions removed)."""
+    """The rows the table of a recipe holds after its steps (deleted positions removed; a
+    vector's entry deletes from the data file it names, a position past the file's end
+    deletes nothing, one naming a file never added deletes nothing)."""
     appended: list[int] = []
-    deleted: dict[int, set[int]] = {}
+    deleted: dict[int | str, set[int]] = {}
     for step in steps:
-        if step["action"] == "append":
+        if step["action"] in ("append", "add-file"):
             appended.append(step["file"])
         elif step["action"] in ("delete", "position-deletes"):
             for index, spec in step["deletes"]:
                 deleted.setdefault(index, set()).update(positions_of(spec))
+        elif step["action"] == "raw-vectors":  # as the entries say, whatever the blobs say
+            blobs = step["blobs"]
+            for entry in step["entries"]:
+                target, spec = blobs[entry.get("blob", 0)]
+                named = entry.get("file", target)
+                deleted.setdefault(named, set()).update(positions_of(spec))
     return [
         list(row)
         for index in appended
@@ -98,22 +91,10 @@ def _schema(columns: Sequence[Mapping[str, Any]]) -> Schema:
     from pyiceberg.schema import Schema
 
     fields = [
-        types.NestedField(
-            c["id"], c["name"], getattr(types, _TYPES[c["type"]][0])(), required=False
-        )
+        types.NestedField(c["id"], c["name"], getattr(types, TYPES[c["type"]][0])(), required=False)
         for c in columns
     ]
     return Schema(*fields)
-
-
-def _arrow(columns: Sequence[Mapping[str, Any]], rows: Sequence[Sequence[Any]]) -> pa.Table:
-    import pyarrow as pa
-
-    arrays = {
-        c["name"]: pa.array([r[i] for r in rows], getattr(pa, _TYPES[c["type"]][1])())
-        for i, c in enumerate(columns)
-    }
-    return pa.table(arrays)
 
 
 def materialize(recipe: Mapping[str, Any], rows: Mapping[str, Any], folder: Path) -> str:
@@ -133,7 +114,7 @@ def materialize(recipe: Mapping[str, Any], rows: Mapping[str, Any], folder: Path
         action = step["action"]
         if action == "append":
             known = {str(t.file.file_path) for t in table.scan().plan_files()}
-            table.append(_arrow(columns, rows["files"][step["file"]]))
+            table.append(arrow_rows(columns, rows["files"][step["file"]]))
             (paths[step["file"]],) = {
                 str(t.file.file_path) for t in table.scan().plan_files()
             } - known
@@ -145,8 +126,10 @@ def materialize(recipe: Mapping[str, Any], rows: Mapping[str, Any], folder: Path
         elif action == "delete":
             deletes = {paths[i]: positions_of(spec) for i, spec in step["deletes"]}
             table = commit_deletion_vectors(table, deletes).table
-        else:
-            raise ValueError(f"unknown table step {action!r}")
+        else:  # a deletion vector a writer got wrong, and the steps around it
+            from puffin.conformance.table_mistakes import apply_step
+
+            table = apply_step(table, step, paths, rows, columns)
     return str(table.metadata_location)
 
 

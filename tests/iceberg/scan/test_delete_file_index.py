@@ -238,3 +238,44 @@ def test_twenty_thousand_files_with_five_thousand_vectors_plan_in_seconds(tmp_pa
     assert len(planned) == files and len(with_vectors) == files // 4
     assert all(_key(d)[1] == p.path for p in with_vectors for d in p.delete_files)
     print(f"\nplanned {files} files with {len(with_vectors)} vectors in {seconds:.2f} s")
+
+
+def _vector(path: str, referenced: str) -> Any:
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    return DataFile.from_args(
+        _table_format_version=3, content=DataFileContent.POSITION_DELETES, file_path=path,
+        file_format=FileFormat.PUFFIN, partition=Record(), record_count=1,
+        file_size_in_bytes=100, referenced_data_file=referenced, content_offset=4,
+        content_size_in_bytes=40,
+    )  # fmt: skip
+
+
+def test_vectors_break_no_rule_of_the_spec_unless_verifying() -> None:
+    """Two vectors for one data file, or one below its data file's sequence number, are
+    refused as Java 1.10's index refuses them; within ``lenient_vectors`` (verify_table) the
+    second is kept and the one below is left out, so each is reported instead."""
+    from puffin.errors import TableMetadataError
+    from puffin.iceberg.scan.delete_file_index import DeleteEntry, DeleteFileIndex, lenient_vectors
+
+    data = "file:///t/data/a.parquet"
+    first = DeleteEntry(_vector("file:///t/data/1.puffin", data), 3, False, data, None, None, True)
+    second = DeleteEntry(_vector("file:///t/data/2.puffin", data), 4, False, data, None, None, True)
+    index = DeleteFileIndex()
+    index.add(first)
+    with pytest.raises(TableMetadataError, match="two deletion vectors for data file"):
+        index.add(second)
+    assert [str(d.file_path) for d in index.for_files([(data, None, 3)])[0]] == [
+        "file:///t/data/1.puffin"
+    ]  # at or below the vector's number: it applies
+    with pytest.raises(TableMetadataError, match="below the data file's 5"):
+        index.for_files([(data, None, 5)])
+    with pytest.raises(TableMetadataError, match="below the data file's 5"):
+        index.for_file(data, None, 5)  # type: ignore[arg-type]
+    with lenient_vectors():
+        lenient = DeleteFileIndex()
+        lenient.add(first)
+        lenient.add(second)
+        assert len(lenient.for_files([(data, None, 3)])[0]) == 2
+        assert list(lenient.for_files([(data, None, 5)])[0]) == []

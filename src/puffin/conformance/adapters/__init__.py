@@ -14,10 +14,11 @@ name                      implementation and operations
 ``duckdb-1.5.5``          DuckDB 1.5 in the side venv ``.venv-duckdb15``: table scans
 ``sail``                  Sail in the side venv ``.venv-sail``: table scans
 ``iceberg-java``          Iceberg Java 1.10.2 in the side venv ``.venv-java``: its Puffin
-                          reader and writer and its DV reader and writer
+                          reader and writer, its DV reader and writer, and its
+                          generic table reader (``IcebergGenerics``)
 ========================  ===========================================================
 
-``puffin`` and ``pyiceberg`` scan tables too (the ``table`` tier).
+``puffin``, ``pyiceberg`` and ``iceberg-java`` scan tables too (the ``table`` tier).
 """
 
 from __future__ import annotations

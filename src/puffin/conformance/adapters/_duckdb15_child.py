@@ -40,8 +40,8 @@ def _rows(con: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"rows": rows}
 
 
-def main() -> None:
-    """Load avro and iceberg by path, then answer requests until stdin closes."""
+def _connect() -> Any:
+    """A fresh in-memory database with avro and iceberg loaded by path."""
     import duckdb
 
     con = duckdb.connect(
@@ -49,6 +49,14 @@ def main() -> None:
     )
     for name in ("avro", "iceberg"):
         con.execute(f"LOAD '{extension_file(name)}'")
+    return con
+
+
+def main() -> None:
+    """Load avro and iceberg by path, then answer requests until stdin closes."""
+    import duckdb
+
+    con = _connect()
     for line in sys.stdin:
         request = json.loads(line)
         response: dict[str, Any]
@@ -62,6 +70,11 @@ def main() -> None:
                 response = {"ok": True, "result": _rows(con, request)}
             except Exception as exc:  # DuckDB's error is the rejection
                 response = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+                try:  # an internal error DuckDB calls FATAL invalidates the database
+                    con.execute("SELECT 1").fetchall()
+                except Exception:  # a crash, not a check: later requests get a fresh one
+                    response["crashed"] = True
+                    con = _connect()
         sys.stdout.write(json.dumps(response, default=str) + "\n")
         sys.stdout.flush()
 

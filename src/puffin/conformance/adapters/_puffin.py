@@ -9,6 +9,7 @@ from typing import Any
 import puffin
 from puffin.blobs.verify import category_of
 from puffin.conformance.adapters._base import Response, error, ok, python_values, theta_result
+from puffin.errors import TableMetadataError
 
 __all__ = ["PuffinAdapter"]
 
@@ -54,7 +55,7 @@ class PuffinAdapter:
     def handle(self, request: Mapping[str, Any]) -> Response:
         try:
             return ok(getattr(self, "_" + str(request["op"]).replace("-", "_"))(request))
-        except (puffin.PuffinError, OSError) as exc:
+        except (puffin.PuffinError, TableMetadataError, OSError) as exc:
             return error(exc, category_of(exc))
 
     def close(self) -> None:

@@ -210,5 +210,24 @@ class DuckdbAdapter(_TableReader):
         ).fetch_arrow_table()
         return table
 
+    def handle(self, request: Mapping[str, Any]) -> Response:
+        response = super().handle(request)
+        if not response.get("ok") and not _alive(self._con):
+            # This error invalidated DuckDB's database (an internal error it calls FATAL):
+            # a crash, not a check. Later vectors get a fresh database.
+            self._con.close()
+            self._con = connect_duckdb()
+            response = {**response, "crashed": True}
+        return response
+
+
+def _alive(con: Any) -> bool:
+    """Whether a DuckDB connection still answers (a fatal error invalidates its database)."""
+    try:
+        con.execute("SELECT 1").fetchall()
+    except Exception:
+        return False
+    return True
+
     def close(self) -> None:
         self._con.close()

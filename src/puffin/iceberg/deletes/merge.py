@@ -63,7 +63,7 @@ def live_positions(
     import numpy as np
 
     if positions_only:
-        live = index.positions(planned.path, planned.delete_files)
+        live = index.planned_positions(planned)
     else:
         live = index.deleted_positions(planned)
     if live is None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DeleteIndex",
     "DeletionVectorRef",
+    "check_delete_partitions",
     "deletion_vector_refs",
     "is_equality_delete",
     "live_delete_files",
@@ -162,6 +163,29 @@ def read_vector(f: Any, ref: DeletionVectorRef) -> DeletionVector:
     )
 
 
+def check_delete_partitions(
+    path: str, data_file: DataFile, delete_files: Iterable[DataFile]
+) -> None:
+    """A position delete (a deletion vector, or a position-delete file naming one data file)
+    applies only to a data file of its own partition spec and partition values (the spec's
+    scan planning); one of another is corrupt metadata, and a reader that applied it, or
+    skipped it, would return wrong rows. Java fails such a scan since apache/iceberg#16957;
+    so does this. A plan only gives a partition-scoped delete file to its own partition."""
+    own = (data_file.spec_id or 0, _values(data_file.partition))
+    for d in delete_files:
+        theirs = (d.spec_id or 0, _values(d.partition))
+        if theirs != own:
+            raise TableMetadataError(
+                f"position delete file {d.file_path} for data file {path} is in partition "
+                f"{theirs[1]} of spec {theirs[0]}, the data file in {own[1]} of spec {own[0]}: "
+                "a delete file must share its data file's partition"
+            )
+
+
+def _values(partition: Any) -> tuple[Any, ...]:
+    return tuple(partition[i] for i in range(len(partition))) if partition else ()
+
+
 class DeleteIndex:
     """Deleted positions per data file of one snapshot, each delete file read once.
 
@@ -197,6 +221,13 @@ class DeleteIndex:
             return parts[0]
         return np.unique(np.concatenate(parts))
 
+    def planned_positions(self, planned: Any) -> npt.NDArray[np.int64] | None:
+        """The sorted positions ``planned`` (a ``PlannedFile``)'s position deletes remove,
+        None when none; each delete file checked to share the data file's partition
+        (:func:`check_delete_partitions`)."""
+        check_delete_partitions(planned.path, planned.data_file, planned.delete_files)
+        return self.positions(planned.path, planned.delete_files)
+
     def deleted_positions(self, planned: Any) -> npt.NDArray[np.int64] | None:
         """The sorted deleted positions of ``planned`` (a ``PlannedFile``), None when none
         are. This index reads position deletes only: an equality delete applying to the
@@ -207,7 +238,7 @@ class DeleteIndex:
                 f"equality delete file {planned.equality_deletes[0].file_path} applies to "
                 f"{planned.path}, and this job does not apply equality deletes"
             )
-        return self.positions(planned.path, planned.delete_files)
+        return self.planned_positions(planned)
 
     def vectors(self, path: str) -> dict[str, DeletionVector]:
         """``{data file: DeletionVector}`` of the Puffin file ``path`` (not cached): the file

@@ -16,7 +16,11 @@ planning 20,000 files with 5,000 vectors took 79 s. As Iceberg Java's ``DeleteFi
   spec has no partition fields (it then applies to every partition of every spec);
 * a delete file applies to a data file when its data sequence number is at least the data
   file's (position deletes and vectors), or greater than it (equality deletes: they delete
-  rows written before them), as in the spec.
+  rows written before them), as in the spec;
+* a data file has at most one deletion vector, whose data sequence number is at least its
+  own: two vectors, or a vector below its data file, are corrupt metadata, refused with
+  :class:`~puffin.errors.TableMetadataError` as Java 1.10's index refuses them (a vector
+  below would otherwise be skipped and the rows it deletes come back).
 
 The result per data file is the set pyiceberg's index gives for position deletes
 (``tests/iceberg/scan/test_delete_file_index.py`` compares the two on every kind of table),
@@ -29,11 +33,14 @@ equality delete file whose key bounds cannot overlap the data file's; this index
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from puffin.errors import TableMetadataError
 from puffin.iceberg.metadata.manifests import REFERENCED_DATA_FILE
 
 if TYPE_CHECKING:
@@ -43,9 +50,13 @@ __all__ = [
     "DeleteEntry",
     "DeleteFileIndex",
     "data_sequence",
+    "lenient_vectors",
     "partition_key",
     "scoped_data_file",
 ]
+
+#: Within :func:`lenient_vectors`, a plan keeps what breaks the one-vector rules.
+_LENIENT: ContextVar[bool] = ContextVar("puffin_lenient_vectors", default=False)
 
 #: The ``file_path`` column of a position-delete file (its bounds name the data files).
 PATH_FIELD_ID = 2147483546
@@ -68,10 +79,12 @@ class DeleteEntry:
     partition: tuple[int, tuple[Any, ...]] | None
     #: its decoded ``file_path`` bounds (a position-delete file found by partition)
     bounds: tuple[str, str] | None
+    #: a deletion vector (a Puffin blob), of which a data file has at most one
+    vector: bool = False
 
     @classmethod
     def of(cls, entry: ManifestEntry) -> DeleteEntry:
-        from pyiceberg.manifest import DataFileContent
+        from pyiceberg.manifest import DataFileContent, FileFormat
 
         delete_file = entry.data_file
         sequence = data_sequence(entry)
@@ -79,7 +92,8 @@ class DeleteEntry:
             return cls(delete_file, sequence, True, None, partition_key(delete_file), None)
         target = _referenced_data_file(delete_file)
         if target is not None:
-            return cls(delete_file, sequence, False, target, None, None)
+            vector = delete_file.file_format == FileFormat.PUFFIN
+            return cls(delete_file, sequence, False, target, None, None, vector)
         return cls(
             delete_file, sequence, False, None, partition_key(delete_file),
             _path_bounds(delete_file),
@@ -92,17 +106,47 @@ class _BySequence:
 
     entries: list[tuple[int, DataFile, tuple[str, str] | None]] = field(default_factory=list)
     sequences: list[int] | None = None
+    #: the data file this key names (found by path), its deletion vector and the vector's
+    #: data sequence number
+    path: str = ""
+    vector: tuple[int, DataFile] | None = None
 
     def add(self, sequence: int, delete_file: DataFile, bounds: tuple[str, str] | None) -> None:
         self.entries.append((sequence, delete_file, bounds))
         self.sequences = None
+
+    def add_vector(self, sequence: int, delete_file: DataFile) -> None:
+        """The deletion vector of the data file this key names; a second one breaks the
+        spec (Java 1.10's index refuses it too: "Can't index multiple DVs")."""
+        if self.vector is not None and not _LENIENT.get():
+            first = self.vector[1].file_path
+            raise TableMetadataError(
+                f"two deletion vectors for data file {self.path}: in {first} and in "
+                f"{delete_file.file_path} (a data file has at most one)"
+            )
+        self.vector = (sequence, delete_file)
+        self.add(sequence, delete_file, None)
+
+    def check_vector(self, sequence: int) -> None:
+        """A deletion vector below its data file's data sequence number ``sequence`` is a
+        writer's mistake that would bring deleted rows back: Java 1.10 fails the scan
+        ("DV data sequence number ... must be greater than or equal to ..."), so does this."""
+        if self.vector is not None and self.vector[0] < sequence and not _LENIENT.get():
+            raise TableMetadataError(
+                f"deletion vector in {self.vector[1].file_path} for data file {self.path} has "
+                f"data sequence number {self.vector[0]}, below the data file's {sequence}"
+            )
 
     def files_at_or_after(self, sequence: int) -> Sequence[DataFile]:
         """The delete files of data sequence number ``sequence`` or later, by path (a
         data file's vectors: most often one)."""
         if len(self.entries) == 1:
             first, delete_file, _ = self.entries[0]
-            return [delete_file] if first >= sequence else _NO_FILES
+            if first >= sequence:
+                return [delete_file]
+            self.check_vector(sequence)
+            return _NO_FILES
+        self.check_vector(sequence)
         return by_path({d for _, d, _ in self.at_or_after(sequence)})
 
     def at_or_after(self, sequence: int) -> list[tuple[int, DataFile, tuple[str, str] | None]]:
@@ -151,8 +195,11 @@ class DeleteFileIndex:
         if d.target is not None:
             bucket = self._by_path.get(d.target)
             if bucket is None:
-                bucket = self._by_path[d.target] = _BySequence()
-            bucket.add(d.sequence, d.delete_file, None)
+                bucket = self._by_path[d.target] = _BySequence(path=d.target)
+            if d.vector:
+                bucket.add_vector(d.sequence, d.delete_file)
+            else:
+                bucket.add(d.sequence, d.delete_file, None)
             return
         self._wide = True
         assert d.partition is not None
@@ -190,6 +237,7 @@ class DeleteFileIndex:
         if not self._wide:  # only vectors (v3): most files of a plan have none
             if by_path is None:
                 return _NONE  # nothing allocated: see PlannedFile
+            by_path.check_vector(sequence)
             return {d for _, d, _ in by_path.at_or_after(sequence)}
         key = partition_key(data_file)
         in_partition = self._by_partition.get(key)
@@ -200,6 +248,7 @@ class DeleteFileIndex:
                 if bounds is None or bounds[0] <= path <= bounds[1]:
                     found.add(delete_file)
         if by_path is not None:
+            by_path.check_vector(sequence)
             found.update(d for _, d, _ in by_path.at_or_after(sequence))
         # Equality deletes apply only to rows written before them: a strictly later number.
         if equality:
@@ -207,6 +256,18 @@ class DeleteFileIndex:
         if self._equality_global.entries:
             found.update(d for _, d, _ in self._equality_global.after(sequence))
         return found
+
+
+@contextmanager
+def lenient_vectors() -> Iterator[None]:
+    """Plans made inside keep two vectors of one data file, and a vector below its data
+    file's sequence number (left out, as a delete that does not apply), instead of refusing
+    the table: what ``verify_table`` needs to report each problem rather than stop at one."""
+    token = _LENIENT.set(True)
+    try:
+        yield
+    finally:
+        _LENIENT.reset(token)
 
 
 def by_path(files: AbstractSet[DataFile]) -> Sequence[DataFile]:

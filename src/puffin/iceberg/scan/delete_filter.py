@@ -54,7 +54,7 @@ class DeleteFilter(DeleteIndex):
         None when every row is live."""
         import numpy as np
 
-        positions = self.positions(planned.path, planned.delete_files)
+        positions = self.planned_positions(planned)
         if not planned.equality_deletes:
             return positions
         matched = self.equality_positions(planned)

@@ -124,7 +124,7 @@ class RowReader:
         elif self.deletes is None:
             positions = None
         else:
-            positions = self.deletes.positions(planned.path, planned.delete_files)
+            positions = self.deletes.planned_positions(planned)
         plain = positions is None and not self._equality(planned)
         if plain and not self.lineage and not self.positions and self.pushdown:
             yield from self._pushed_down(planned)

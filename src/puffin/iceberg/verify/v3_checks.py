@@ -163,7 +163,7 @@ def check_vector_targets(
     below the data file's."""
     from puffin.errors import TableMetadataError
     from puffin.iceberg.metadata.delete_files import deletion_vector_refs
-    from puffin.iceberg.scan.delete_file_index import partition_key
+    from puffin.iceberg.scan.delete_file_index import lenient_vectors, partition_key
     from puffin.iceberg.scan.plan import plan_files
 
     try:
@@ -173,7 +173,8 @@ def check_vector_targets(
     if not refs:
         return []
     if planned is None:
-        planned = plan_files(table, snapshot, equality=True)
+        with lenient_vectors():  # a vector below its data file is reported here
+            planned = plan_files(table, snapshot, equality=True)
     targets = {p.path: p for p in planned}
     out: list[Finding] = []
     for r in refs:
