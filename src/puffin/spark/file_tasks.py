@@ -88,14 +88,12 @@ def map_files(
     planned: Sequence[PlannedFile],
     make_job: MakeJob,
     schema: str,
-    *,
-    files_per_task: int | None = None,
 ) -> DataFrame:
     """A DataFrame of ``schema`` (Spark DDL) holding what the job ``make_job`` builds yields
     for ``planned``, run on the executors (``make_job`` must be picklable: a module-level
-    function or a ``functools.partial`` of one). Files are dealt round-robin to
-    ``ceil(len(planned) / files_per_task)`` tasks (default: one a file, at most four a
-    core)."""
+    function or a ``functools.partial`` of one). Files are dealt round-robin to tasks, one a
+    file, at most four a core; the executors' Python is checked first
+    (:func:`~puffin.spark.preflight.python_tasks`)."""
     import pickle
 
     import pyarrow as pa
@@ -103,9 +101,7 @@ def map_files(
     from puffin.spark.preflight import python_tasks
 
     ref = TableRef.of(table, snapshot)
-    tasks = max(1, len(planned) if files_per_task is None else -(-len(planned) // files_per_task))
-    if files_per_task is None:
-        tasks = min(tasks, 4 * _cores(spark))
+    tasks = max(1, min(len(planned), 4 * _cores(spark)))
     rows = pa.table({"planned": pa.array([pickle.dumps(p) for p in planned], pa.binary())})
     with python_tasks(spark):
         frame = spark.createDataFrame(rows).repartition(tasks)  # round-robin

@@ -62,10 +62,8 @@ def compute_table_statistics(
     sketches: list[ThetaSketch]
     if not planned:
         sketches = [ThetaSketch() for _ in scan_columns]
-    elif engine == "jvm":
-        sketches = _jvm_sketches(spark, table, snapshot, planned, scan_columns, lg_k)
     else:
-        sketches = task_sketches(spark, table, snapshot, planned, scan_columns, lg_k)
+        sketches = _sketches(spark, table, snapshot, planned, scan_columns, lg_k, engine)
 
     sequence_number = snapshot.sequence_number if snapshot.sequence_number is not None else 0
     return write_statistics_file(
@@ -102,16 +100,18 @@ def live_columns(
     return map_files(spark, table, snapshot, planned, job, schema.simpleString())
 
 
-def task_sketches(
+def _sketches(
     spark: SparkSession,
     table: Table,
     snapshot: Snapshot,
     planned: Sequence[PlannedFile],
     columns: Sequence[ScanColumn],
     lg_k: int,
+    engine: str,
 ) -> list[ThetaSketch]:
-    """Each column's sketch: every task reads and sketches its files
-    (:class:`~puffin.spark.row_jobs.SketchJob`), the driver unions the tasks' sketches."""
+    """Each column's sketch. ``"jvm"``: Spark's ``theta_sketch_agg`` over the rows the tasks
+    read; otherwise every task reads and sketches its files
+    (:class:`~puffin.spark.row_jobs.SketchJob`) and the tasks' sketches are unioned here."""
     from functools import partial
 
     from puffin.blobs.theta.files import ThetaSketch
@@ -119,6 +119,13 @@ def task_sketches(
     from puffin.spark.preflight import python_tasks
     from puffin.spark.row_jobs import SKETCH_SCHEMA, SketchJob
 
+    if engine == "jvm":
+        frame = live_columns(spark, table, snapshot, planned, columns)
+        names = [f"f{c.field_id}" for c in columns]
+        types = {f"f{c.field_id}": str(c.iceberg_type) for c in columns}
+        with python_tasks(spark):  # the rows come from Python tasks
+            found = compute_ndv_sketches(frame, names, iceberg_types=types, lg_k=lg_k, engine="jvm")
+        return [found[n] for n in names]
     job = partial(SketchJob, list(columns), lg_k)
     frame = map_files(spark, table, snapshot, planned, job, SKETCH_SCHEMA)
     with python_tasks(spark):
@@ -127,25 +134,6 @@ def task_sketches(
     for row in rows:
         parts[row["column"]].append(bytes(row["sketch"]))
     return [ThetaSketch.union(ThetaSketch(), *p, lg_k=lg_k) for p in parts]
-
-
-def _jvm_sketches(
-    spark: SparkSession,
-    table: Table,
-    snapshot: Snapshot,
-    planned: Sequence[PlannedFile],
-    columns: Sequence[ScanColumn],
-    lg_k: int,
-) -> list[ThetaSketch]:
-    """Each column's sketch by Spark's ``theta_sketch_agg`` over the rows the tasks read."""
-    from puffin.spark.preflight import python_tasks
-
-    frame = live_columns(spark, table, snapshot, planned, columns)
-    names = [f"f{c.field_id}" for c in columns]
-    types = {f"f{c.field_id}": str(c.iceberg_type) for c in columns}
-    with python_tasks(spark):  # the rows come from Python tasks
-        by_name = compute_ndv_sketches(frame, names, iceberg_types=types, lg_k=lg_k, engine="jvm")
-    return [by_name[n] for n in names]
 
 
 def check_engine(engine: str) -> None:
