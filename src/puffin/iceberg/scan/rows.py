@@ -1,4 +1,11 @@
-"""One data file's live rows, shaped as pyiceberg's reader shapes them, deletes applied here.
+"""The one row reader: a planned data file's live rows, shaped as pyiceberg's reader shapes
+them, deletes of both kinds applied here.
+
+Every job that reads a table's data rows reads them here: ``scan_table``, the matching of
+``delete_rows`` and ``overwrite`` (with each row's position, ``_pos``), compaction, the
+statistics (:meth:`RowReader.file_columns`: columns by field id), the equality matches that
+``DeleteFilter`` turns into positions (:meth:`RowReader.equality_positions`) and the Spark
+tasks. It is the only module that calls pyiceberg's private read functions.
 
 The shaping is pyiceberg's own (the file's schema by field id or name mapping, pruning,
 partition values for identity columns a file lacks, type promotion and timestamp units:
