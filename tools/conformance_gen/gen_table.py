@@ -196,8 +196,8 @@ _MISTAKES: list[tuple[str, str, str, list[dict[str, Any]], str | None]] = [
     (
         "dv-content-size-short",
         "dv-entry-fields",
-        "a deletion vector entry whose content_size_in_bytes is one byte short: the CRC is not "
-        "where the blob has it, so the table must be rejected",
+        "a deletion vector entry whose content_size_in_bytes is one byte short: the blob's "
+        "length prefix and CRC no longer fit the range, so the table must be rejected",
         [*_BASE, _raw([[0, [1, 2]]], {"blob": 0, "size": -1})],
         "deletion-vector",
     ),
