@@ -74,17 +74,14 @@ class _Job:
         schema = table.schema()
         if keys is not None and keys.field_id not in {f.field_id for f in schema.fields}:
             keys = None  # a field inside a struct: the general path
-        if keys is not None:
-            projection = prune_columns(schema, {keys.field_id}, select_full_types=False)
-            reader = RowReader(
-                table, projection, AlwaysTrue(), True, None, [], {}, None, positions=True
-            )
-        else:
-            projection = prune_columns(schema, extract_field_ids(bound), select_full_types=False)
-            reader = RowReader(
-                table, projection, AlwaysTrue(), True, None, [], {}, None,
-                positions=True, bound=bound,
-            )  # fmt: skip
+        # By keys: only their column, no filter (the keys are matched after); else the
+        # condition's columns, the condition bound once for the job.
+        ids = {keys.field_id} if keys is not None else extract_field_ids(bound)
+        projection = prune_columns(schema, ids, select_full_types=False)
+        reader = RowReader(
+            table, projection, AlwaysTrue(), True, None, [], {}, None,
+            positions=True, bound=None if keys is not None else bound,
+        )  # fmt: skip
         return cls(reader, keys)
 
 
