@@ -14,6 +14,8 @@ the Iceberg and the Spark integrations.  The CLI maps each branch to an exit sta
     IntegrationError
       UsageError                an argument the caller gave is unacceptable exit 2
         ColumnNotFoundError     a column name or field id that does not exist
+        SnapshotRangeError      a changelog range that cannot be read (a snapshot
+                                expired in it, or not one line of ancestry)
       MissingDependencyError    an optional extra is not installed          exit 2
       SetupError                the environment cannot run the job          exit 2
         JavaNotFoundError       (Spark) no Java 17 or later
@@ -66,6 +68,7 @@ __all__ = [
     "PythonWorkerError",
     "SetupError",
     "SnapshotNotFoundError",
+    "SnapshotRangeError",
     "StatisticsNotFoundError",
     "StorageError",
     "TableError",
@@ -209,6 +212,11 @@ class UsageError(IntegrationError, ValueError):
 
 class ColumnNotFoundError(UsageError, LookupError):
     """A column name or field id that the table's schema does not have."""
+
+
+class SnapshotRangeError(UsageError, LookupError):
+    """Two snapshots whose changes cannot be read: a snapshot between them was expired, or
+    the first is not an ancestor of the second."""
 
 
 class MissingDependencyError(IntegrationError, ImportError):

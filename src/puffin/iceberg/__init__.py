@@ -10,6 +10,8 @@
   :func:`commit_deletion_vectors` commits positions computed elsewhere (Spark).
 * Appends (v3 tables too): :func:`append` writes data files as pyiceberg does and commits
   them with the spec's row lineage, where pyiceberg 0.12 cannot write a v3 manifest.
+* Changelog: :func:`changes` gives the rows that changed between two snapshots, through
+  deletion vectors, position and equality deletes, with row lineage.
 * :func:`verify_table` checks every Puffin file the metadata references against it.
 * Catalogs: :func:`load_catalog` (pyiceberg's configuration, or an embedded SQLite catalog
   in ``./warehouse``), and :func:`create_sample_table` for a table to try things on.
@@ -34,6 +36,7 @@ from puffin.errors import (
     CatalogNotFoundError,
     ColumnNotFoundError,
     SnapshotNotFoundError,
+    SnapshotRangeError,
     StatisticsNotFoundError,
     TableMetadataError,
     TableNotFoundError,
@@ -59,6 +62,8 @@ _LAZY: dict[str, str] = {
     "VerifyReport": "puffin.iceberg.verify.table",
     "WAREHOUSE_ENV": "puffin.iceberg.catalog.catalogs",
     "apply_deletion_vector": "puffin.iceberg.deletes.vectors",
+    "changes": "puffin.iceberg.changes.scan",
+    "ChangelogScan": "puffin.iceberg.changes.scan",
     "commit_deletion_vectors": "puffin.iceberg.deletes.rows",
     "compute_table_statistics": "puffin.iceberg.statistics.compute",
     "create_sample_table": "puffin.iceberg.catalog.sample",
@@ -108,6 +113,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         sample_batch,
         sample_schema,
     )
+    from puffin.iceberg.changes.scan import ChangelogScan, changes
     from puffin.iceberg.deletes.rows import (
         DeleteResult,
         commit_deletion_vectors,
@@ -169,6 +175,7 @@ __all__ = [
     "DEFAULT_WAREHOUSE",
     "WAREHOUSE_ENV",
     "CatalogNotFoundError",
+    "ChangelogScan",
     "ColumnNotFoundError",
     "ColumnStatistics",
     "CompactResult",
@@ -181,6 +188,7 @@ __all__ = [
     "RewriteManifestsResult",
     "SkippedColumnWarning",
     "SnapshotNotFoundError",
+    "SnapshotRangeError",
     "StatisticsNotFoundError",
     "TableMetadataError",
     "TableNotFoundError",
@@ -192,6 +200,7 @@ __all__ = [
     "add_files",
     "append",
     "apply_deletion_vector",
+    "changes",
     "commit_deletion_vectors",
     "compute_table_statistics",
     "convert_equality_deletes",

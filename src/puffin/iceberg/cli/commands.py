@@ -25,6 +25,7 @@ from puffin.cli.output import print_json
 from puffin.errors import CatalogNotFoundError, TableError, TableNotFoundError, UsageError
 from puffin.iceberg.cli._base import TableCommands, show_help
 from puffin.iceberg.cli.alter import add_alter_command
+from puffin.iceberg.cli.changes import add_changes_command
 from puffin.iceberg.cli.deletes import add_delete_commands
 from puffin.iceberg.cli.maintenance import add_maintenance_commands
 from puffin.iceberg.cli.rewrites import add_rewrite_commands
@@ -76,6 +77,7 @@ def register_cli(subparsers: Any) -> None:
         add_rewrite_commands,
         add_write_commands,
         add_scan_command,
+        add_changes_command,
         add_alter_command,
     ):
         add(commands)

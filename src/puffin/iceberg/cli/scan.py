@@ -20,7 +20,14 @@ from puffin.iceberg.cli._base import TableCommands
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["add_scan_command"]
+__all__ = [
+    "add_output_options",
+    "add_scan_command",
+    "check_output",
+    "column_list",
+    "row_progress",
+    "write_rows",
+]
 
 _EPILOG = """\
 examples:
@@ -53,32 +60,58 @@ def add_scan_command(commands: TableCommands) -> None:
     )
     scan.add_argument("--snapshot-id", type=int, metavar="ID", help="read this snapshot")
     scan.add_argument("--limit", type=int, metavar="N", help="at most N rows")
-    scan.add_argument(
-        "--format", choices=("csv", "json", "parquet"), default="csv",
-        help="csv (default), json (one object per line) or parquet",
-    )
-    scan.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    add_output_options(scan)
     add_progress_option(scan, "and the rows go to --output")
 
 
 def _run(args: argparse.Namespace, table: Any) -> int:
-    from puffin.cli._common import is_terminal, require_output
     from puffin.iceberg.scan.table_scan import scan_table
 
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, got {args.limit}")
+    check_output(args)
+    scan = scan_table(table, args.where, column_list(args.columns), args.snapshot_id, args.limit)
+    reader = scan.to_arrow_batch_reader(progress=row_progress(args))
+    return write_rows(reader, args.format, args.output)
+
+
+def add_output_options(command: argparse.ArgumentParser) -> None:
+    """``--format`` and ``--output``, as ``table scan`` and ``table changes`` take them."""
+    command.add_argument(
+        "--format", choices=("csv", "json", "parquet"), default="csv",
+        help="csv (default), json (one object per line) or parquet",
+    )  # fmt: skip
+    command.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+
+
+def check_output(args: argparse.Namespace) -> None:
+    """Refuse Parquet on a terminal and an ``--output`` that cannot be written, before any
+    row is read."""
+    from puffin.cli._common import is_terminal, require_output
+
     binary_out = getattr(sys.stdout, "buffer", None) is not None and not is_terminal(sys.stdout)
     if args.output is None and args.format == "parquet" and not binary_out:
         raise UsageError("refusing to write Parquet to a terminal: pass --output FILE")
     if args.output is not None:
         require_output(args.output)
-    columns = ("*",) if not args.columns else tuple(c.strip() for c in args.columns.split(","))
-    scan = scan_table(table, args.where, columns, args.snapshot_id, args.limit)
+
+
+def column_list(text: str | None) -> tuple[str, ...]:
+    """``--columns A,B`` as names (every column when not given)."""
+    return ("*",) if not text else tuple(c.strip() for c in text.split(","))
+
+
+def row_progress(args: argparse.Namespace) -> bool | None:
+    """Whether to draw a progress bar for a command that writes rows."""
     # Rows on a terminal show progress themselves; a bar would mix with them.
-    progress = args.progress if args.output is not None or args.progress else False
-    reader = scan.to_arrow_batch_reader(progress=progress)
-    write = {"csv": _write_csv, "json": _write_json, "parquet": _write_parquet}[args.format]
-    if args.output is None:
+    return args.progress if args.output is not None or args.progress else False
+
+
+def write_rows(reader: pa.RecordBatchReader, fmt: str, output: str | None) -> int:
+    """Stream ``reader`` as ``fmt`` (csv, json or parquet) to ``output`` (written
+    atomically: an interrupted write leaves no file) or stdout; exit status 0."""
+    write = {"csv": _write_csv, "json": _write_json, "parquet": _write_parquet}[fmt]
+    if output is None:
         sys.stdout.flush()
         out = getattr(sys.stdout, "buffer", None)
         if out is None:  # a program that replaced stdout with a text stream gets the text
@@ -88,7 +121,7 @@ def _run(args: argparse.Namespace, table: Any) -> int:
         return 0
     from puffin.io.local import LocalSink
 
-    sink = LocalSink(args.output)
+    sink = LocalSink(output)
     try:
         write(reader, _BinaryOut(sink.write))
         sink.commit()

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -27,6 +29,7 @@ __all__ = [
     "parquet_file",
     "read_columns",
     "row_groups",
+    "row_groups_at",
     "threaded",
 ]
 
@@ -69,6 +72,23 @@ def row_groups(parquet: pq.ParquetFile, columns: list[str] | None) -> Iterator[p
     for i in range(metadata.num_row_groups):
         threads = metadata.row_group(i).total_byte_size >= THREADS_FROM
         yield parquet.read_row_group(i, columns=columns, use_threads=threads)
+
+
+def row_groups_at(
+    parquet: pq.ParquetFile, columns: list[str], positions: npt.NDArray[np.int64]
+) -> Iterator[tuple[int, pa.Table]]:
+    """``(first row, columns)`` of each row group holding one of ``positions`` (sorted), in
+    order: the others are not read."""
+    import numpy as np
+
+    metadata = parquet.metadata
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    starts = np.cumsum([0, *sizes])
+    for i in np.unique(np.searchsorted(starts, positions, side="right") - 1):
+        if 0 <= i < len(sizes):
+            threads = metadata.row_group(int(i)).total_byte_size >= THREADS_FROM
+            group = parquet.read_row_group(int(i), columns=columns, use_threads=threads)
+            yield int(starts[i]), group
 
 
 def read_columns(parquet: pq.ParquetFile, columns: list[str] | None) -> pa.Table:

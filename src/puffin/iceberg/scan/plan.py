@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.delete_file_index import DeleteEntry
 
-__all__ = ["PlannedFile", "keep_mask", "plan_files", "planned_from_tasks"]
+__all__ = ["PlannedFile", "keep_mask", "pick_mask", "plan_files", "planned_from_tasks"]
 
 
 class _NoSequences(Mapping[str, int]):
@@ -369,3 +369,13 @@ def keep_mask(
     mask[positions[lo:hi] - start] = False
     return mask
 
+
+
+def pick_mask(positions: npt.NDArray[np.int64], start: int, count: int) -> npt.NDArray[np.bool_]:
+    """Rows ``start .. start+count`` of a file that are among ``positions`` (sorted)."""
+    import numpy as np
+
+    lo, hi = np.searchsorted(positions, [start, start + count])
+    mask = np.zeros(count, dtype=bool)
+    mask[positions[lo:hi] - start] = True
+    return mask

@@ -33,8 +33,14 @@ from puffin.iceberg.scan.columns import ScanColumn
 from puffin.iceberg.scan.equality import EqualityDeletes, FileKeys
 from puffin.iceberg.scan.file_columns import Batch, column_batches
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, lineage_column
-from puffin.iceberg.scan.parquet_files import open_data_file, parquet_file, row_groups, threaded
-from puffin.iceberg.scan.plan import PlannedFile, keep_mask
+from puffin.iceberg.scan.parquet_files import (
+    open_data_file,
+    parquet_file,
+    row_groups,
+    row_groups_at,
+    threaded,
+)
+from puffin.iceberg.scan.plan import PlannedFile, keep_mask, pick_mask
 from puffin.iceberg.scan.row_filter import FileSchemas, filter_for_file, rows_matching
 
 if TYPE_CHECKING:
@@ -123,9 +129,16 @@ class RowReader:
         self._shapes: dict[tuple[str, tuple[tuple[int, str], ...]], _FileShape] = {}
         self.equality = EqualityDeletes(table, self._schemas)
 
-    def file_batches(self, planned: PlannedFile, deleted: Any = None) -> Iterator[pa.RecordBatch]:
+    def file_batches(
+        self, planned: PlannedFile, deleted: Any = None, *, only: Any = None
+    ) -> Iterator[pa.RecordBatch]:
         """``planned``'s live rows matching the filter, in file order; ``deleted`` (sorted
-        positions) replaces what its position deletes delete."""
+        positions) replaces what its position deletes delete. ``only`` (sorted positions):
+        the rows at those positions that match, deleted or not, reading only the row groups
+        that hold them (the rows a changelog's new delete removed)."""
+        if only is not None:
+            yield from self._masked(planned, None, only)
+            return
         if deleted is not None:
             positions = deleted
         elif self.deletes is None:
@@ -161,6 +174,11 @@ class RowReader:
                 f, parquet.metadata, planned.path, schema, columns, positions,
                 distinct_ok=distinct_ok,
             )  # fmt: skip
+
+    def fresh_equality(self) -> EqualityDeletes:
+        """New equality-delete matching for this reader: one per snapshot when a reader
+        serves several (a scope's keys are matched as one snapshot holds them)."""
+        return EqualityDeletes(self.table, self._schemas)
 
     def equality_positions(self, planned: PlannedFile) -> npt.NDArray[np.int64]:
         """The sorted positions of ``planned`` that its equality deletes remove (whatever
@@ -200,7 +218,9 @@ class RowReader:
             self.arrow._downcast_ns_timestamp_to_us,
         )
 
-    def _masked(self, planned: PlannedFile, positions: Any) -> Iterator[pa.RecordBatch]:
+    def _masked(
+        self, planned: PlannedFile, positions: Any, only: Any = None
+    ) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         pool = pa.default_memory_pool()
@@ -208,21 +228,12 @@ class RowReader:
             parquet = parquet_file(f, planned.path, buffer_size=8 << 20)
             shape = self._shape(planned, parquet.schema_arrow)
             keys = None
-            if self._equality(planned):
+            if self._equality(planned) and only is None:
                 keys = self.equality.for_file(planned, shape.schema)
             extra = [] if keys is None else [c for c in keys.columns if c not in shape.columns]
             columns = [*shape.columns, *extra]  # the keys of equality deletes, then dropped
-            offset = 0
-            batches = (
-                parquet.iter_batches(
-                    self.batch_rows, columns=columns, use_threads=threaded(parquet)
-                )
-                if self.batch_rows is not None
-                else (b for t in row_groups(parquet, columns) for b in t.to_batches())
-            )
-            for i, batch in enumerate(batches):
-                out = self._live(planned, shape, batch, positions, offset, keys)
-                offset += batch.num_rows
+            for i, (offset, batch) in enumerate(self._slices(parquet, columns, only)):
+                out = self._live(planned, shape, batch, positions, offset, keys, only)
                 if self.release and positions is not None and i % 4 == 3:
                     # Masked copies leave Arrow's allocator holding freed pages: handing them
                     # back every 4 batches kept a stream's RSS growth near one row group on
@@ -230,6 +241,25 @@ class RowReader:
                     pool.release_unused()
                 if out is not None:
                     yield out
+
+    def _slices(
+        self, parquet: Any, columns: list[str], only: Any
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """``(first row, batch)`` of the file's rows in order: in batches of ``batch_rows``,
+        a row group at a time, or (``only``) the row groups holding those positions."""
+        groups: Iterator[tuple[int, pa.Table]]
+        if only is not None:
+            groups = row_groups_at(parquet, columns, only)
+        elif self.batch_rows is None:
+            groups = _numbered(row_groups(parquet, columns))
+        else:
+            batches = parquet.iter_batches(
+                self.batch_rows, columns=columns, use_threads=threaded(parquet)
+            )
+            yield from _numbered(batches)
+            return
+        for start, table in groups:
+            yield from _numbered(table.to_batches(), start)
 
     def _equality(self, planned: PlannedFile) -> bool:
         """Whether equality deletes are applied to ``planned``."""
@@ -264,16 +294,20 @@ class RowReader:
         positions: Any,
         offset: int,
         keys: FileKeys | None = None,
+        only: Any = None,
     ) -> pa.RecordBatch | None:
-        """The rows of ``batch`` (rows ``offset ..`` of the file) that are live and match,
-        in the scan's shape; None if there are none."""
+        """The rows of ``batch`` (rows ``offset ..`` of the file) that are live (or among
+        ``only``) and match, in the scan's shape; None if there are none."""
         import numpy as np
         import pyarrow as pa
 
         count = batch.num_rows
         tracked = self.lineage or self.positions
         pos = np.arange(offset, offset + count, dtype=np.int64) if tracked else None
-        mask = keep_mask(positions, offset, count)
+        if only is None:
+            mask = keep_mask(positions, offset, count)
+        else:
+            mask = pick_mask(only, offset, count)
         if keys is not None:  # rows an equality delete removes, then the key columns dropped
             gone = keys.deleted(batch)
             mask = ~gone if mask is None else mask & ~gone
@@ -346,6 +380,13 @@ class _FileShape:
             projected_missing_fields=self.missing,
             allow_timestamp_tz_mismatch=True,
         )
+
+
+def _numbered(batches: Iterator[Any], start: int = 0) -> Iterator[tuple[int, Any]]:
+    """Each of ``batches`` with the file row it starts at (the first at ``start``)."""
+    for batch in batches:
+        yield start, batch
+        start += batch.num_rows
 
 
 def _filtered(batch: pa.RecordBatch, pos: Any, expression: Any) -> tuple[pa.RecordBatch, Any]:

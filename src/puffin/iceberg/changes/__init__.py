@@ -1,0 +1,1 @@
+"""What changed between two snapshots, row by row: the changelog (:func:`changes`)."""
