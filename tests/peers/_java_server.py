@@ -109,6 +109,10 @@ class Server:
             )
         if op == "equality_delete":
             return self.equality_delete(request)
+        if op == "changelog":  # the view and the query of it in one session
+            session = self.session(request["warehouse"])
+            session.sql(f"CALL default.system.create_changelog_view({request['args']})")
+            return _save(session.sql("SELECT * FROM puffin_changes"), request.get("out"))
         if op == "call":
             target: Any = self.spark._jvm
             for part in request["class"].split("."):

@@ -110,6 +110,25 @@ class JavaPeer:
         where = None if warehouse is None else str(Path(warehouse).resolve())
         return self._rows(op="sql", sql=statement, warehouse=where)
 
+    def changelog(
+        self, warehouse: Path, table: str, start: int | None, end: int, **flags: Any
+    ) -> pa.Table:
+        """Iceberg Java's changelog view (``create_changelog_view``) of ``table`` in
+        ``warehouse``'s catalog after ``start`` up to ``end``; ``flags``: its other
+        arguments (``net_changes``, ``compute_updates``, ``identifier_columns``)."""
+        options = [f"'end-snapshot-id', '{end}'"]
+        if start is not None:
+            options.append(f"'start-snapshot-id', '{start}'")
+        args = [f"table => 'db.{table.split('.')[-1]}'", f"options => map({', '.join(options)})",
+                "changelog_view => 'puffin_changes'"]  # fmt: skip
+        for name, value in flags.items():
+            if isinstance(value, bool):
+                args.append(f"{name} => {str(value).lower()}")
+            else:
+                args.append(f"{name} => array({', '.join(repr(v) for v in value)})")
+        where = str(Path(warehouse).resolve())
+        return self._rows(op="changelog", warehouse=where, args=", ".join(args))
+
     def read(self, metadata: str | os.PathLike[str], columns: list[str] | None = None) -> pa.Table:
         """Every row of the table at a metadata.json, as Iceberg Java reads it."""
         return self._rows(op="read", metadata=str(metadata_path(metadata)), columns=columns)

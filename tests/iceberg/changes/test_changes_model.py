@@ -201,7 +201,7 @@ def _check_row_ids(history: History) -> None:
 
 
 @settings(
-    max_examples=int(os.environ.get("CHANGES_EXAMPLES", 14)), deadline=None,
+    max_examples=int(os.environ.get("CHANGES_EXAMPLES", 30)), deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )  # fmt: skip
 @given(
