@@ -22,36 +22,26 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import ColumnNotFoundError, UsageError
 from puffin.iceberg.changes.history import SnapshotRef, changelog_range
 from puffin.iceberg.changes.images import (
-    CHANGE_COLUMNS,
     CHANGE_ORDINAL,
     CHANGE_TYPE,
     COMMIT_SNAPSHOT_ID,
-    DELETE,
-    INSERT,
     drop_carryovers,
     net_changes,
     pair_updates,
 )
 from puffin.iceberg.changes.plan import ADDED_ROWS, ChangeTask, Commit, plan_commits
-from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, file_lineage
-from puffin.iceberg.scan.rows import POSITION, RowReader
+from puffin.iceberg.changes.reading import FILE, TaskReader
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS
+from puffin.iceberg.scan.rows import POSITION
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
     import pyarrow as pa
     from pyiceberg.expressions import BooleanExpression
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
-    from pyiceberg.table.snapshots import Snapshot
 
-    from puffin.iceberg.scan.equality import EqualityDeletes
-    from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["FILE", "ChangelogScan", "changes"]
-
-#: The data file a changed row is (or was) in, as Iceberg Java's ``_file`` metadata column.
-FILE = "_file"
 
 
 def changes(
@@ -198,13 +188,17 @@ class ChangelogScan:
 
         commits = self.commits()
         total = sum(t.file.record_count for c in commits for t in c.tasks)
-        reading = _Reading(self)
+        reading = TaskReader(
+            self.table, self.projection, self.row_filter, self.case_sensitive, self.lineage,
+            self.data_columns,
+        )  # fmt: skip
+        reading.prepare(commits)
         with Progress(total, label="changes ", enabled=progress, transient=True) as bar:
             for commit in commits:
                 yield from self._commit_batches(commit, reading, bar)
 
     def _commit_batches(
-        self, commit: Commit, reading: _Reading, bar: Any
+        self, commit: Commit, reading: TaskReader, bar: Any
     ) -> Iterator[pa.RecordBatch]:
         """One commit's changes: streamed when it only inserts or only deletes, else
         gathered to drop its carry-overs and pair its updates."""
@@ -227,114 +221,6 @@ class ChangelogScan:
         if self.update_keys and not self.net:
             rows = pair_updates(rows, self.update_keys, _described(self.update_keys))
         yield from rows.to_batches()
-
-
-class _Reading:
-    """What one read of a changelog shares: the row reader (no delete applied: each task
-    names its positions), the delete loader, each snapshot's row lineage."""
-
-    def __init__(self, scan: ChangelogScan) -> None:
-        from puffin.iceberg.metadata.delete_files import DeleteIndex
-
-        self.scan = scan
-        self.reader = RowReader(
-            scan.table, scan.projection, scan.row_filter, scan.case_sensitive, None,
-            scan.lineage, {}, positions=True,
-        )  # fmt: skip
-        self.deletes = DeleteIndex(scan.table, None, by_entry=True)
-        self._lineage: dict[int, dict[str, FileLineage]] = {}
-        self._equality: dict[int, EqualityDeletes] = {}
-        self._deleted: dict[tuple[str, frozenset[Any]], npt.NDArray[np.int64]] = {}
-
-    def task_batches(self, commit: Commit, task: ChangeTask) -> Iterator[pa.RecordBatch]:
-        """The changed rows of ``task``, with the change columns, ``_file`` and ``_pos``."""
-        import numpy as np
-
-        snapshot, parent = commit.snapshot, commit.parent
-        if task.kind == ADDED_ROWS:
-            self._use_lineage(snapshot)
-            for b in self.reader.file_batches(task.file, self.deleted(task.file, snapshot)):
-                yield self._labelled(b, INSERT, task)
-            return
-        self._use_lineage(parent)
-        was = self.deleted(task.file, parent)
-        if task.after is None:  # the file was removed: its live rows are gone
-            for b in self.reader.file_batches(task.file, was):
-                yield self._labelled(b, DELETE, task)
-            return
-        now = self.deleted(task.after, snapshot)
-        gone = np.setdiff1d(now, was, assume_unique=True)
-        if len(gone):
-            for b in self.reader.file_batches(task.file, only=gone):
-                yield self._labelled(b, DELETE, task)
-        back = np.setdiff1d(was, now, assume_unique=True)  # a delete the commit removed
-        if len(back):
-            self._use_lineage(snapshot)
-            for b in self.reader.file_batches(task.after, only=back):
-                yield self._labelled(b, INSERT, task)
-
-    def deleted(self, planned: PlannedFile, snapshot: Snapshot | None) -> npt.NDArray[np.int64]:
-        """Every position of ``planned`` (as ``snapshot`` plans it) that its deletes of both
-        kinds remove, sorted."""
-        import numpy as np
-
-        from puffin.iceberg.changes.plan import delete_keys
-
-        key = (planned.path, delete_keys(planned))
-        found = self._deleted.get(key)
-        if found is None:
-            parts = [np.empty(0, dtype=np.int64)]
-            positions = self.deletes.planned_positions(planned)
-            if positions is not None:
-                parts.append(positions)
-            if planned.equality_deletes and snapshot is not None:
-                self.reader.equality = self._equality_of(snapshot)
-                parts.append(self.reader.equality_positions(planned))
-            found = self._deleted[key] = np.unique(np.concatenate(parts))
-        return found
-
-    def _equality_of(self, snapshot: Snapshot) -> EqualityDeletes:
-        """The equality-delete matching of ``snapshot``'s plan (each snapshot its own: the
-        newest delete holding a key is the newest that snapshot has)."""
-        found = self._equality.get(snapshot.snapshot_id)
-        if found is None:
-            if len(self._equality) >= 3:
-                self._equality.pop(next(iter(self._equality)))
-            found = self._equality[snapshot.snapshot_id] = self.reader.fresh_equality()
-        return found
-
-    def _use_lineage(self, snapshot: Snapshot | None) -> None:
-        """Row lineage as ``snapshot`` gives it (the last few snapshots' kept)."""
-        if not self.scan.lineage:
-            return
-        if snapshot is None:
-            self.reader.inherited = {}
-            return
-        found = self._lineage.get(snapshot.snapshot_id)
-        if found is None:
-            if len(self._lineage) >= 3:
-                self._lineage.pop(next(iter(self._lineage)))
-            found = self._lineage[snapshot.snapshot_id] = file_lineage(self.scan.table, snapshot)
-        self.reader.inherited = found
-
-    def _labelled(self, batch: pa.RecordBatch, kind: str, task: ChangeTask) -> pa.RecordBatch:
-        """``batch`` (data columns, lineage, ``_pos``) in the changelog's column order."""
-        import pyarrow as pa
-
-        n = batch.num_rows
-        data = [batch.column(c) for c in self.scan.data_columns]
-        lineage = [batch.column(c) for c in self.scan.lineage]
-        columns = [
-            *data,
-            pa.array([kind] * n, pa.string()),
-            pa.array([task.change_ordinal] * n, pa.int32()),
-            pa.array([task.commit_snapshot_id] * n, pa.int64()),
-            *lineage,
-            pa.array([task.path] * n, pa.string()),
-            batch.column(POSITION),
-        ]
-        names = [*self.scan.data_columns, *CHANGE_COLUMNS, *self.scan.lineage, FILE, POSITION]
-        return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _update_keys(

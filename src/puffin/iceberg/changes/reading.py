@@ -1,0 +1,230 @@
+"""Reading a changelog's tasks: each task's changed rows, through the one row reader.
+
+The reader applies no delete: each task says which rows it wants. An added file's rows live
+in the commit's snapshot, a removed file's rows live in the parent, and for a file whose
+deletes changed, the positions deleted in the commit's snapshot but not in the parent (read
+from the row groups holding them only). The deletes of both kinds are resolved as each
+snapshot holds them (:class:`_SnapshotDeletes`, the last few kept).
+
+A file that several commits of the range delete from (50 commits each deleting 0.1 % of a
+table touch every file 50 times) is read once, for all those positions, before the first of
+them is written: the positions are found first (:meth:`TaskReader.prepare`, deletion vectors
+only), and the rows held until their commit's turn.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from puffin.iceberg.changes.images import CHANGE_COLUMNS, DELETE, INSERT
+from puffin.iceberg.changes.plan import ADDED_ROWS, DELETED_ROWS, ChangeTask, Commit, delete_keys
+from puffin.iceberg.scan.lineage import FileLineage, file_lineage
+from puffin.iceberg.scan.rows import POSITION, RowReader
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
+    from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
+    from pyiceberg.table.snapshots import Snapshot
+
+    from puffin.iceberg.metadata.delete_files import DeleteIndex
+    from puffin.iceberg.scan.equality import EqualityDeletes
+    from puffin.iceberg.scan.plan import PlannedFile
+
+__all__ = ["FILE", "TaskReader"]
+
+#: The data file a changed row is (or was) in, as Iceberg Java's ``_file`` metadata column.
+FILE = "_file"
+#: Deleted positions of planned files kept for reuse (a commit's "after" is the next one's
+#: "before"), least recently used dropped first.
+_KEPT_POSITIONS = 256
+
+
+@dataclass
+class _SnapshotDeletes:
+    """One snapshot's deletes: vectors and position-delete files by their entries, equality
+    deletes matched as that snapshot holds them (the newest delete of a key is its newest)."""
+
+    index: DeleteIndex
+    equality: EqualityDeletes
+
+
+@dataclass
+class _Shared:
+    """A file several commits delete from: the union of their positions, read once."""
+
+    positions: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    left: int = 0
+    rows: pa.Table | None = None
+
+
+class TaskReader:
+    """Reads the tasks of one changelog, commit after commit (see the module docstring)."""
+
+    def __init__(
+        self,
+        table: Table,
+        projection: Schema,
+        row_filter: BooleanExpression,
+        case_sensitive: bool,
+        lineage: list[str],
+        data_columns: Sequence[str],
+    ) -> None:
+        self.table, self.lineage, self.data_columns = table, lineage, list(data_columns)
+        self.reader = RowReader(
+            table, projection, row_filter, case_sensitive, None, lineage, {}, positions=True
+        )
+        self._snapshots: OrderedDict[int, _SnapshotDeletes] = OrderedDict()
+        self._lineage: OrderedDict[int, dict[str, FileLineage]] = OrderedDict()
+        self._positions: OrderedDict[Any, npt.NDArray[np.int64]] = OrderedDict()
+        self._changed: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
+        self._shared: dict[tuple[str, FileLineage | None], _Shared] = {}
+
+    def prepare(self, commits: Sequence[Commit]) -> None:
+        """Find the positions each ``deleted-rows`` task wants, and which files several
+        commits delete from (those are read once)."""
+        import numpy as np
+
+        for commit in commits:
+            for task in commit.tasks:
+                if task.kind != DELETED_ROWS:
+                    continue
+                assert task.after is not None
+                was = self.deleted(task.file, commit.parent)
+                now = self.deleted(task.after, commit.snapshot)
+                gone = np.setdiff1d(now, was, assume_unique=True)
+                back = np.setdiff1d(was, now, assume_unique=True)  # a delete the commit removed
+                self._changed[id(task)] = (gone, back)
+                if len(gone):
+                    shared = self._shared.setdefault(self._key(task, commit.parent), _Shared())
+                    shared.positions.append(gone)
+                    shared.left += 1
+        self._shared = {k: s for k, s in self._shared.items() if s.left > 1}
+
+    def task_batches(self, commit: Commit, task: ChangeTask) -> Iterator[pa.RecordBatch]:
+        """The changed rows of ``task``, with the change columns, ``_file`` and ``_pos``."""
+        snapshot, parent = commit.snapshot, commit.parent
+        if task.kind == ADDED_ROWS:
+            self._use_lineage(snapshot)
+            for b in self.reader.file_batches(task.file, self.deleted(task.file, snapshot)):
+                yield self._labelled(b, INSERT, task)
+            return
+        self._use_lineage(parent)
+        if task.kind != DELETED_ROWS:  # the file was removed: its live rows are gone
+            for b in self.reader.file_batches(task.file, self.deleted(task.file, parent)):
+                yield self._labelled(b, DELETE, task)
+            return
+        assert task.after is not None
+        gone, back = self._changed.pop(id(task))
+        if len(gone):
+            for b in self._rows_at(task, parent, gone):
+                yield self._labelled(b, DELETE, task)
+        if len(back):
+            self._use_lineage(snapshot)
+            for b in self.reader.file_batches(task.after, only=back):
+                yield self._labelled(b, INSERT, task)
+
+    def deleted(self, planned: PlannedFile, snapshot: Snapshot | None) -> npt.NDArray[np.int64]:
+        """Every position of ``planned`` (as ``snapshot`` plans it) that its deletes of both
+        kinds remove, sorted."""
+        import numpy as np
+
+        key = (planned.path, delete_keys(planned))
+        found = self._positions.get(key)
+        if found is not None:
+            self._positions.move_to_end(key)
+            return found
+        parts = [np.empty(0, dtype=np.int64)]
+        if snapshot is not None:
+            deletes = self._deletes_of(snapshot)
+            positions = deletes.index.planned_positions(planned)
+            if positions is not None:
+                parts.append(positions)
+            if planned.equality_deletes:
+                self.reader.equality = deletes.equality
+                parts.append(self.reader.equality_positions(planned))
+        found = self._positions[key] = np.unique(np.concatenate(parts))
+        if len(self._positions) > _KEPT_POSITIONS:
+            self._positions.popitem(last=False)
+        return found
+
+    def _rows_at(
+        self, task: ChangeTask, parent: Snapshot | None, gone: npt.NDArray[np.int64]
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows of ``task``'s file at ``gone``: read now, or taken from the rows read
+        once for every commit that deletes from the file."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        key = self._key(task, parent)
+        shared = self._shared.get(key)
+        if shared is None:
+            yield from self.reader.file_batches(task.file, only=gone)
+            return
+        if shared.rows is None:
+            union = np.unique(np.concatenate(shared.positions))
+            shared.positions = []
+            batches = list(self.reader.file_batches(task.file, only=union))
+            shared.rows = pa.Table.from_batches(batches) if batches else None
+        shared.left -= 1
+        rows = shared.rows
+        if shared.left == 0:
+            del self._shared[key]
+        if rows is not None:
+            mine = rows.filter(pc.is_in(rows.column(POSITION), value_set=pa.array(gone)))
+            yield from mine.to_batches()
+
+    def _key(self, task: ChangeTask, parent: Snapshot | None) -> tuple[str, FileLineage | None]:
+        """A file as rows are read from it: its path and the lineage its rows inherit."""
+        self._use_lineage(parent)
+        return task.path, self.reader.inherited.get(task.path)
+
+    def _deletes_of(self, snapshot: Snapshot) -> _SnapshotDeletes:
+        from puffin.iceberg.metadata.delete_files import DeleteIndex
+
+        found = self._snapshots.get(snapshot.snapshot_id)
+        if found is None:
+            index = DeleteIndex(self.table, snapshot, by_entry=True)
+            found = _SnapshotDeletes(index, self.reader.fresh_equality())
+            self._snapshots[snapshot.snapshot_id] = found
+            if len(self._snapshots) > 3:
+                self._snapshots.popitem(last=False)
+        return found
+
+    def _use_lineage(self, snapshot: Snapshot | None) -> None:
+        """Row lineage as ``snapshot`` gives it (the last few snapshots' kept)."""
+        if not self.lineage:
+            return
+        if snapshot is None:
+            self.reader.inherited = {}
+            return
+        found = self._lineage.get(snapshot.snapshot_id)
+        if found is None:
+            found = self._lineage[snapshot.snapshot_id] = file_lineage(self.table, snapshot)
+            if len(self._lineage) > 3:
+                self._lineage.popitem(last=False)
+        self.reader.inherited = found
+
+    def _labelled(self, batch: pa.RecordBatch, kind: str, task: ChangeTask) -> pa.RecordBatch:
+        """``batch`` (data columns, lineage, ``_pos``) in the changelog's column order."""
+        import pyarrow as pa
+
+        n = batch.num_rows
+        columns = [
+            *(batch.column(c) for c in self.data_columns),
+            pa.array([kind] * n, pa.string()),
+            pa.array([task.change_ordinal] * n, pa.int32()),
+            pa.array([task.commit_snapshot_id] * n, pa.int64()),
+            *(batch.column(c) for c in self.lineage),
+            pa.array([task.path] * n, pa.string()),
+            batch.column(POSITION),
+        ]
+        names = [*self.data_columns, *CHANGE_COLUMNS, *self.lineage, FILE, POSITION]
+        return pa.RecordBatch.from_arrays(columns, names=names)
