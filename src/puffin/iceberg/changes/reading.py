@@ -61,7 +61,9 @@ class _Shared:
 
     positions: list[npt.NDArray[np.int64]] = field(default_factory=list)
     left: int = 0
+    read: bool = False
     rows: pa.Table | None = None
+    lineage: FileLineage | None = None
 
 
 class TaskReader:
@@ -84,7 +86,7 @@ class TaskReader:
         self._lineage: OrderedDict[int, dict[str, FileLineage]] = OrderedDict()
         self._positions: OrderedDict[Any, npt.NDArray[np.int64]] = OrderedDict()
         self._changed: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
-        self._shared: dict[tuple[str, FileLineage | None], _Shared] = {}
+        self._shared: dict[str, _Shared] = {}
 
     def prepare(self, commits: Sequence[Commit]) -> None:
         """Find the positions each ``deleted-rows`` task wants, and which files several
@@ -102,7 +104,7 @@ class TaskReader:
                 back = np.setdiff1d(was, now, assume_unique=True)  # a delete the commit removed
                 self._changed[id(task)] = (gone, back)
                 if len(gone):
-                    shared = self._shared.setdefault(self._key(task, commit.parent), _Shared())
+                    shared = self._shared.setdefault(task.path, _Shared())
                     shared.positions.append(gone)
                     shared.left += 1
         self._shared = {k: s for k, s in self._shared.items() if s.left > 1}
@@ -123,7 +125,7 @@ class TaskReader:
         assert task.after is not None
         gone, back = self._changed.pop(id(task))
         if len(gone):
-            for b in self._rows_at(task, parent, gone):
+            for b in self._rows_at(task, gone):
                 yield self._labelled(b, DELETE, task)
         if len(back):
             self._use_lineage(snapshot)
@@ -149,42 +151,39 @@ class TaskReader:
             if planned.equality_deletes:
                 self.reader.equality = deletes.equality
                 parts.append(self.reader.equality_positions(planned))
-        found = self._positions[key] = np.unique(np.concatenate(parts))
+        # One part is sorted and unique already (a vector, or one file's positions).
+        merged = parts[-1] if len(parts) == 2 else np.unique(np.concatenate(parts))
+        found = self._positions[key] = merged
         if len(self._positions) > _KEPT_POSITIONS:
             self._positions.popitem(last=False)
         return found
 
-    def _rows_at(
-        self, task: ChangeTask, parent: Snapshot | None, gone: npt.NDArray[np.int64]
-    ) -> Iterator[pa.RecordBatch]:
-        """The rows of ``task``'s file at ``gone``: read now, or taken from the rows read
-        once for every commit that deletes from the file."""
+    def _rows_at(self, task: ChangeTask, gone: npt.NDArray[np.int64]) -> Iterator[pa.RecordBatch]:
+        """The rows of ``task``'s file at ``gone`` (the reader's lineage set for it): read
+        now, or taken from the rows read once for every commit that deletes from the file
+        (read again when the lineage differs: a file that got its ``first_row_id`` since)."""
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        key = self._key(task, parent)
-        shared = self._shared.get(key)
+        shared = self._shared.get(task.path)
         if shared is None:
             yield from self.reader.file_batches(task.file, only=gone)
             return
-        if shared.rows is None:
-            union = np.unique(np.concatenate(shared.positions))
-            shared.positions = []
-            batches = list(self.reader.file_batches(task.file, only=union))
-            shared.rows = pa.Table.from_batches(batches) if batches else None
         shared.left -= 1
-        rows = shared.rows
         if shared.left == 0:
-            del self._shared[key]
+            del self._shared[task.path]
+        lineage = self.reader.inherited.get(task.path)
+        if not shared.read or shared.lineage != lineage:
+            if len(shared.positions) > 1:
+                shared.positions = [np.unique(np.concatenate(shared.positions))]
+            batches = list(self.reader.file_batches(task.file, only=shared.positions[0]))
+            shared.rows = pa.Table.from_batches(batches) if batches else None
+            shared.lineage, shared.read = lineage, True
+        rows = shared.rows
         if rows is not None:
             mine = rows.filter(pc.is_in(rows.column(POSITION), value_set=pa.array(gone)))
             yield from mine.to_batches()
-
-    def _key(self, task: ChangeTask, parent: Snapshot | None) -> tuple[str, FileLineage | None]:
-        """A file as rows are read from it: its path and the lineage its rows inherit."""
-        self._use_lineage(parent)
-        return task.path, self.reader.inherited.get(task.path)
 
     def _deletes_of(self, snapshot: Snapshot) -> _SnapshotDeletes:
         from puffin.iceberg.metadata.delete_files import DeleteIndex
