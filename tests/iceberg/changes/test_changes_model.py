@@ -184,6 +184,10 @@ def _check_range(history: History, i: int | None, j: int) -> None:
     before = history.states[start] if start is not None else frozenset()
     after = Counter(before) + _rows(got, "INSERT") - _rows(got, "DELETE")
     assert after == Counter(history.states[end])  # the changes applied to start give end
+    # A filter keeps exactly the changes of the rows it matches.
+    kept = changes(history.table, start, end, row_filter="id < 3").to_arrow()
+    for kind in ("DELETE", "INSERT"):
+        assert _rows(kept, kind) == Counter(r for r in _rows(got, kind).elements() if r[0] < 3)
     net = changes(history.table, start, end, net_changes=True).to_arrow()
     assert _rows(net, "DELETE") == Counter(before - history.states[end])
     assert _rows(net, "INSERT") == Counter(history.states[end] - before)

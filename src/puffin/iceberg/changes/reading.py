@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.changes.images import CHANGE_COLUMNS, DELETE, INSERT
 from puffin.iceberg.changes.plan import ADDED_ROWS, DELETED_ROWS, ChangeTask, Commit, delete_keys
-from puffin.iceberg.scan.lineage import FileLineage, file_lineage
+from puffin.iceberg.scan.lineage import FileLineage, file_lineage, lineage_column
 from puffin.iceberg.scan.rows import POSITION, RowReader
 
 if TYPE_CHECKING:
@@ -61,9 +61,8 @@ class _Shared:
 
     positions: list[npt.NDArray[np.int64]] = field(default_factory=list)
     left: int = 0
-    read: bool = False
     rows: pa.Table | None = None
-    lineage: FileLineage | None = None
+    at: npt.NDArray[np.int64] | None = None  # the rows' positions
 
 
 class TaskReader:
@@ -79,11 +78,13 @@ class TaskReader:
         data_columns: Sequence[str],
     ) -> None:
         self.table, self.lineage, self.data_columns = table, lineage, list(data_columns)
+        # The lineage columns come as stored: each task fills them as its snapshot says.
         self.reader = RowReader(
-            table, projection, row_filter, case_sensitive, None, lineage, {}, positions=True
+            table, projection, row_filter, case_sensitive, None, lineage, None, positions=True
         )
         self._snapshots: OrderedDict[int, _SnapshotDeletes] = OrderedDict()
         self._lineage: OrderedDict[int, dict[str, FileLineage]] = OrderedDict()
+        self._known: dict[str, tuple[int, FileLineage]] = {}  # by path: (from sequence, ...)
         self._positions: OrderedDict[Any, npt.NDArray[np.int64]] = OrderedDict()
         self._changed: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = {}
         self._shared: dict[str, _Shared] = {}
@@ -113,24 +114,22 @@ class TaskReader:
         """The changed rows of ``task``, with the change columns, ``_file`` and ``_pos``."""
         snapshot, parent = commit.snapshot, commit.parent
         if task.kind == ADDED_ROWS:
-            self._use_lineage(snapshot)
-            for b in self.reader.file_batches(task.file, self.deleted(task.file, snapshot)):
-                yield self._labelled(b, INSERT, task)
+            deleted = self.deleted(task.file, snapshot)
+            for b in self.reader.file_batches(task.file, deleted):
+                yield self._labelled(b, INSERT, task, snapshot)
             return
-        self._use_lineage(parent)
         if task.kind != DELETED_ROWS:  # the file was removed: its live rows are gone
             for b in self.reader.file_batches(task.file, self.deleted(task.file, parent)):
-                yield self._labelled(b, DELETE, task)
+                yield self._labelled(b, DELETE, task, parent)
             return
         assert task.after is not None
         gone, back = self._changed.pop(id(task))
         if len(gone):
             for b in self._rows_at(task, gone):
-                yield self._labelled(b, DELETE, task)
+                yield self._labelled(b, DELETE, task, parent)
         if len(back):
-            self._use_lineage(snapshot)
             for b in self.reader.file_batches(task.after, only=back):
-                yield self._labelled(b, INSERT, task)
+                yield self._labelled(b, INSERT, task, snapshot)
 
     def deleted(self, planned: PlannedFile, snapshot: Snapshot | None) -> npt.NDArray[np.int64]:
         """Every position of ``planned`` (as ``snapshot`` plans it) that its deletes of both
@@ -159,12 +158,10 @@ class TaskReader:
         return found
 
     def _rows_at(self, task: ChangeTask, gone: npt.NDArray[np.int64]) -> Iterator[pa.RecordBatch]:
-        """The rows of ``task``'s file at ``gone`` (the reader's lineage set for it): read
-        now, or taken from the rows read once for every commit that deletes from the file
-        (read again when the lineage differs: a file that got its ``first_row_id`` since)."""
+        """The rows of ``task``'s file at ``gone``: read now, or taken from the rows read
+        once for every commit that deletes from the file."""
         import numpy as np
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         shared = self._shared.get(task.path)
         if shared is None:
@@ -173,17 +170,18 @@ class TaskReader:
         shared.left -= 1
         if shared.left == 0:
             del self._shared[task.path]
-        lineage = self.reader.inherited.get(task.path)
-        if not shared.read or shared.lineage != lineage:
-            if len(shared.positions) > 1:
-                shared.positions = [np.unique(np.concatenate(shared.positions))]
-            batches = list(self.reader.file_batches(task.file, only=shared.positions[0]))
-            shared.rows = pa.Table.from_batches(batches) if batches else None
-            shared.lineage, shared.read = lineage, True
-        rows = shared.rows
-        if rows is not None:
-            mine = rows.filter(pc.is_in(rows.column(POSITION), value_set=pa.array(gone)))
-            yield from mine.to_batches()
+        if shared.positions:
+            union = np.unique(np.concatenate(shared.positions))
+            shared.positions = []
+            batches = list(self.reader.file_batches(task.file, only=union))
+            if batches:
+                shared.rows = pa.Table.from_batches(batches)
+                shared.at = shared.rows.column(POSITION).to_numpy()
+        rows, at = shared.rows, shared.at
+        if rows is not None and at is not None:
+            # In file order, as the positions are: those the filter kept, found by search.
+            where = np.minimum(np.searchsorted(at, gone), len(at) - 1)
+            yield from rows.take(pa.array(where[at[where] == gone])).to_batches()
 
     def _deletes_of(self, snapshot: Snapshot) -> _SnapshotDeletes:
         from puffin.iceberg.metadata.delete_files import DeleteIndex
@@ -197,33 +195,50 @@ class TaskReader:
                 self._snapshots.popitem(last=False)
         return found
 
-    def _use_lineage(self, snapshot: Snapshot | None) -> None:
-        """Row lineage as ``snapshot`` gives it (the last few snapshots' kept)."""
-        if not self.lineage:
-            return
+    def _lineage_of(self, snapshot: Snapshot | None, path: str) -> FileLineage:
+        """What the rows of data file ``path`` inherit in ``snapshot``. A file's
+        ``first_row_id``, once given, never changes, so a file known to have one in a
+        snapshot has it in every later one: a snapshot's manifests are read only for a file
+        not seen with one yet (a new file, or one from before an upgrade to v3)."""
         if snapshot is None:
-            self.reader.inherited = {}
-            return
+            return FileLineage(None, None)
+        sequence = snapshot.sequence_number or 0
+        known = self._known.get(path)
+        if known is not None and sequence >= known[0]:
+            return known[1]
         found = self._lineage.get(snapshot.snapshot_id)
         if found is None:
             found = self._lineage[snapshot.snapshot_id] = file_lineage(self.table, snapshot)
             if len(self._lineage) > 3:
                 self._lineage.popitem(last=False)
-        self.reader.inherited = found
+            for other, lineage in found.items():
+                if lineage.first_row_id is not None and other not in self._known:
+                    self._known[other] = (sequence, lineage)
+        return found.get(path, FileLineage(None, None))
 
-    def _labelled(self, batch: pa.RecordBatch, kind: str, task: ChangeTask) -> pa.RecordBatch:
-        """``batch`` (data columns, lineage, ``_pos``) in the changelog's column order."""
+    def _labelled(
+        self, batch: pa.RecordBatch, kind: str, task: ChangeTask, snapshot: Snapshot | None
+    ) -> pa.RecordBatch:
+        """``batch`` (data columns, lineage as stored, ``_pos``) in the changelog's column
+        order, its lineage filled as ``snapshot`` gives it (Java's rules: stored values,
+        else the file's ``first_row_id`` + position and data sequence number)."""
         import pyarrow as pa
 
         n = batch.num_rows
+        positions = batch.column(POSITION)
+        lineage = []
+        if self.lineage:
+            inherit = self._lineage_of(snapshot, task.path)
+            at = positions.to_numpy()
+            lineage = [lineage_column(c, batch.column(c), at, inherit) for c in self.lineage]
         columns = [
             *(batch.column(c) for c in self.data_columns),
             pa.array([kind] * n, pa.string()),
             pa.array([task.change_ordinal] * n, pa.int32()),
             pa.array([task.commit_snapshot_id] * n, pa.int64()),
-            *(batch.column(c) for c in self.lineage),
+            *lineage,
             pa.array([task.path] * n, pa.string()),
-            batch.column(POSITION),
+            positions,
         ]
         names = [*self.data_columns, *CHANGE_COLUMNS, *self.lineage, FILE, POSITION]
         return pa.RecordBatch.from_arrays(columns, names=names)

@@ -112,6 +112,13 @@ class ChangelogScan:
         self.row_filter = AlwaysTrue() if row_filter is None else check_where(table, row_filter)
         self.v3 = table.metadata.format_version >= 3
         self.lineage = list(LINEAGE_COLUMNS) if self.v3 else []
+        asked = [f for f in selected_fields if f in LINEAGE_COLUMNS]
+        if asked and not self.v3:
+            raise UsageError(
+                f"{', '.join(asked)}: row lineage exists only on format version 3 tables "
+                "(upgrade_to_v3 / `puffin table upgrade`)"
+            )
+        # The changelog's own columns come with every row: naming them selects nothing more.
         fields = tuple(f for f in selected_fields if f not in (*LINEAGE_COLUMNS, FILE, POSITION))
         try:
             self.projection: Schema = table.scan(
@@ -162,7 +169,8 @@ class ChangelogScan:
         """The changes as a stream of batches, commit by commit. Memory: a file's batch at a
         time for a commit that only inserts or only deletes; one commit's changed rows for
         a commit that does both (its carry-overs and updates are found among them); the
-        whole range's with ``net_changes``."""
+        rows several commits delete from one file, until the last of them; the whole
+        range's with ``net_changes``. ``progress``: a bar on stderr (None: on a terminal)."""
         import pyarrow as pa
 
         schema = self.schema

@@ -70,6 +70,8 @@ class RowReader:
     ``bound``: the filter already bound to the table's current schema, used instead of
     ``row_filter`` (a job binds a long ``in`` list once, not once per reader). ``deletes``
     None: no delete of any kind is applied (a delete's matching reads rows deleted or not).
+    ``inherited`` (each file's :class:`FileLineage`) fills the ``lineage`` columns; None
+    leaves them as the file stores them (a changelog fills them per snapshot).
 
     Example (each row's position in its file, for the rows ``id > 5`` matches)::
 
@@ -87,7 +89,7 @@ class RowReader:
         case_sensitive: bool,
         deletes: DeleteIndex | None,
         lineage: list[str],
-        inherited: dict[str, FileLineage],
+        inherited: dict[str, FileLineage] | None,
         batch_rows: int | None = BATCH_ROWS,
         *,
         positions: bool = False,
@@ -323,7 +325,8 @@ class RowReader:
             batch = pa.RecordBatch.from_arrays(batch.columns, schema=shape.target)
         else:
             batch = shape.convert(self.read_schema, batch)
-        batch = self._with_lineage(planned, batch, pos) if self.lineage else batch
+        if self.lineage and self.inherited is not None:
+            batch = self._with_lineage(planned, batch, pos)
         return batch.append_column(POSITION, pa.array(pos)) if self.positions else batch
 
     def _with_lineage(
@@ -332,7 +335,7 @@ class RowReader:
         """The lineage columns filled in: stored values, else inherited ones (Java's rules)."""
         import pyarrow as pa
 
-        inherit = self.inherited.get(planned.path, FileLineage(None, None))
+        inherit = (self.inherited or {}).get(planned.path, FileLineage(None, None))
         stored = [batch.column(n) for n in self.lineage]
         kept = batch.drop_columns(self.lineage)
         filled = [
