@@ -101,6 +101,26 @@ def test_an_update_that_keeps_its_row_id_pairs_its_images(tmp_path: Path) -> Non
     assert _summary(net, "tag", "_row_id") == [("UPDATE_BEFORE", 2, 2), ("UPDATE_AFTER", 102, 2)]
 
 
+def test_a_row_appended_and_deleted_by_one_commit_is_no_change(tmp_path: Path) -> None:
+    """A commit that adds a data file and a deletion vector on it (as an engine's MERGE
+    can): the deleted row was never live, so it is neither inserted nor deleted."""
+    from puffin.blobs.dv.format import DeletionVector
+    from puffin.iceberg.deletes.vectors import write_vectors
+    from puffin.iceberg.metadata.snapshots import commit_snapshot
+    from puffin.iceberg.scan.plan import PlannedFile
+    from puffin.iceberg.writes.append import write_data_files
+
+    table = _table(tmp_path)
+    start = table.current_snapshot().snapshot_id
+    (new,) = write_data_files(table, cdc_arrow([(7, 0, 70), (8, 0, 80), (9, 0, 90)]))
+    new.spec_id = table.spec().spec_id  # what a commit's manifest gives it
+    _, dvs = write_vectors(table, [PlannedFile(new)], {str(new.file_path): DeletionVector([1])})
+    table, _ = commit_snapshot(table, [], deletes=dvs, added_data=[new], operation="overwrite")
+    got = changes(table, start).to_arrow()
+    assert _summary(got, "tag", "_pos") == [("INSERT", 70, 0), ("INSERT", 90, 2)]
+    assert sorted(scan_table(table).to_arrow().column("tag").to_pylist()) == [0, 1, 2, 3, 4, 70, 90]
+
+
 def test_v2_updates_pair_by_identifier_columns_in_one_commit(tmp_path: Path) -> None:
     table = _table(tmp_path, version=2)
     start = table.current_snapshot().snapshot_id

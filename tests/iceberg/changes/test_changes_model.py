@@ -202,6 +202,9 @@ def _check_row_ids(history: History) -> None:
     for r in got:
         if r["_change_type"] == "DELETE":
             assert r["_row_id"] == inserted[r["tag"]], r
+    # The rows live at the end carry the ids the changelog gave them when inserted.
+    live = scan_table(history.table, selected_fields=("tag", "_row_id")).to_arrow().to_pylist()
+    assert {r["tag"]: r["_row_id"] for r in live} == {r["tag"]: inserted[r["tag"]] for r in live}
 
 
 @settings(
