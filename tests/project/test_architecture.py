@@ -419,6 +419,19 @@ def test_one_lazy_facade_helper() -> None:
     assert defining == ["puffin.support.facade"] or not defining, defining
 
 
+@pytest.mark.parametrize("facade", ["puffin", "puffin.iceberg"])
+def test_no_public_name_is_also_a_submodule(facade: str) -> None:
+    """Importing ``facade.x.y`` sets the attribute ``x`` on the package to the submodule, so
+    a lazily exported name ``x`` would then be the module, not the function (a subpackage
+    ``changes`` once shadowed the function ``changes`` after its own import)."""
+    import importlib
+
+    package = importlib.import_module(facade)
+    folder = Path(package.__file__ or "").parent
+    clashes = [n for n in package.__all__ if (folder / n).is_dir() or (folder / f"{n}.py").exists()]
+    assert not clashes, clashes
+
+
 def test_architecture_doc_lists_every_module() -> None:
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     missing = []

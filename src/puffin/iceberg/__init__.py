@@ -62,8 +62,8 @@ _LAZY: dict[str, str] = {
     "VerifyReport": "puffin.iceberg.verify.table",
     "WAREHOUSE_ENV": "puffin.iceberg.catalog.catalogs",
     "apply_deletion_vector": "puffin.iceberg.deletes.vectors",
-    "changes": "puffin.iceberg.changes.scan",
-    "ChangelogScan": "puffin.iceberg.changes.scan",
+    "changes": "puffin.iceberg.changelog.scan",
+    "ChangelogScan": "puffin.iceberg.changelog.scan",
     "commit_deletion_vectors": "puffin.iceberg.deletes.rows",
     "compute_table_statistics": "puffin.iceberg.statistics.compute",
     "create_sample_table": "puffin.iceberg.catalog.sample",
@@ -113,7 +113,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         sample_batch,
         sample_schema,
     )
-    from puffin.iceberg.changes.scan import ChangelogScan, changes
+    from puffin.iceberg.changelog.scan import ChangelogScan, changes
     from puffin.iceberg.deletes.rows import (
         DeleteResult,
         commit_deletion_vectors,

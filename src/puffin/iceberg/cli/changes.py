@@ -1,5 +1,5 @@
 """``puffin table changes``: the rows that changed between two snapshots, as CSV, JSON Lines
-or Parquet, streamed as ``table scan`` streams rows (:func:`puffin.iceberg.changes`)."""
+or Parquet, streamed as ``table scan`` streams rows (:func:`puffin.iceberg.changelog`)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def add_changes_command(commands: TableCommands) -> None:
 
 
 def _run(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.changes.scan import changes
+    from puffin.iceberg.changelog.scan import changes
 
     check_output(args)
     identifiers = None

@@ -4,7 +4,7 @@ Iceberg Java's changelog scan refuses any snapshot with delete files, iceberg-go
 file-level, pyiceberg's incremental scan reads appends only. This one follows every kind of
 delete: a row a deletion vector, a position delete or an equality delete removed in the
 range is a ``DELETE`` with the values it had, read from its data file at the positions the
-new deletes added (:mod:`puffin.iceberg.changes.plan` finds them without opening any other
+new deletes added (:mod:`puffin.iceberg.changelog.plan` finds them without opening any other
 file). Rows are read by the one row reader (:class:`~puffin.iceberg.scan.rows.RowReader`)
 with no delete applied: each task says which positions it wants.
 
@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import ColumnNotFoundError, UsageError
-from puffin.iceberg.changes.history import SnapshotRef, changelog_range
-from puffin.iceberg.changes.images import (
+from puffin.iceberg.changelog.history import SnapshotRef, changelog_range
+from puffin.iceberg.changelog.images import (
     CHANGE_ORDINAL,
     CHANGE_TYPE,
     COMMIT_SNAPSHOT_ID,
@@ -29,8 +29,8 @@ from puffin.iceberg.changes.images import (
     net_changes,
     pair_updates,
 )
-from puffin.iceberg.changes.plan import ADDED_ROWS, ChangeTask, Commit, plan_commits
-from puffin.iceberg.changes.reading import FILE, TaskReader
+from puffin.iceberg.changelog.plan import ADDED_ROWS, ChangeTask, Commit, plan_commits
+from puffin.iceberg.changelog.reading import FILE, TaskReader
 from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS
 from puffin.iceberg.scan.rows import POSITION
 

@@ -27,7 +27,7 @@ from puffin.iceberg import (
     transaction,
     upgrade_to_v3,
 )
-from puffin.iceberg.changes.scan import changes
+from puffin.iceberg.changelog.scan import changes
 from puffin.io.locations import local_path
 
 

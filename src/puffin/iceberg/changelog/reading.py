@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from puffin.iceberg.changes.images import CHANGE_COLUMNS, DELETE, INSERT
-from puffin.iceberg.changes.plan import ADDED_ROWS, DELETED_ROWS, ChangeTask, Commit, delete_keys
+from puffin.iceberg.changelog.images import CHANGE_COLUMNS, DELETE, INSERT
+from puffin.iceberg.changelog.plan import ADDED_ROWS, DELETED_ROWS, ChangeTask, Commit, delete_keys
 from puffin.iceberg.scan.lineage import FileLineage, file_lineage, lineage_column
 from puffin.iceberg.scan.rows import POSITION, RowReader
 

@@ -24,7 +24,7 @@ pytest.importorskip("pyiceberg")
 import pyarrow as pa
 
 from puffin.iceberg import append, local_catalog, overwrite, rewrite_data_files, rewrite_manifests
-from puffin.iceberg.changes.scan import changes
+from puffin.iceberg.changelog.scan import changes
 
 COLUMNS = ["id", "v", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
 

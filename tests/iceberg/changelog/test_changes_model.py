@@ -41,7 +41,7 @@ from puffin.iceberg import (
     scan_table,
     upgrade_to_v3,
 )
-from puffin.iceberg.changes.scan import changes
+from puffin.iceberg.changelog.scan import changes
 
 keys = st.integers(0, 5)
 parts = st.sampled_from([0, 1])
