@@ -14,8 +14,9 @@ long, k int, amount double uniform in [0, 1000), name string), upgraded to v3, t
 * ``one, clustered``: one ``delete_rows`` of ``id < rows / 1000`` (0.1 %, one row group);
 * ``fifty``: 50 commits of ``amount`` in ``[i, i + 1)`` (5 % in all), the changes of all 50.
 
-And the 20,000-file v3 table of ``bench_planning.py`` (200 rows a file, 5,000 vectors), one
-more ``delete_rows`` of one row: the changes of that commit against the diff of both scans.
+And the 20,000-file v3 table of ``bench_planning.py`` (200 rows a file, 5,000 vectors): one
+more ``delete_rows`` of one row, then 49 more (each in another file): the changes of the
+first commit, and of all fifty, against the diff of both scans.
 
 Medians of ``--runs`` in one process, the two ways taking turns; then the peak RSS growth
 of each in a child process (VmHWM over the RSS after imports and loading the table).
@@ -164,15 +165,26 @@ def _narrow(
     return results
 
 
-def _wide(folder: Path, files: int, runs: int) -> dict[str, float]:
-    from bench_planning import build
+def _wide(folder: Path, files: int, runs: int, smoke: bool) -> dict[str, dict[str, float]]:
+    """One commit deleting one row of the wide table, then 50 such commits (one file each):
+    the changelog plans every snapshot of the range, the diff two."""
+    from bench_planning import ROWS, build
 
     table = build(folder, files)
     start = table.current_snapshot().snapshot_id
-    delete_rows(table, "id = 7")
-    figures = _measure(folder, "db.t", start, runs, 1)
-    print(f"{files} files", {k: round(v, 3) for k, v in figures.items()}, flush=True)
-    return figures
+    table = delete_rows(table, "id = 7").table
+    results = {f"one row, {files:,} files": _measure(folder, "db.t", start, runs, 1)}
+    step = max(1, files * ROWS // 50)
+    for i in range(1, 50):
+        row = i * step + 7
+        row += row % 7 == 3  # not a row the table's first delete (k = id % 7 = 3) took
+        table = delete_rows(table, f"id = {row}").table
+    results[f"fifty rows in fifty commits, {files:,} files"] = _measure(
+        folder, "db.t", start, runs, 50, peaks=not smoke
+    )
+    for name, figures in results.items():
+        print(name, {k: round(v, 3) for k, v in figures.items()}, flush=True)
+    return results
 
 
 def main() -> int:
@@ -189,7 +201,7 @@ def main() -> int:
     print(_load(), flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-changes-") as tmp:
         results = _narrow(Path(tmp) / "narrow", args.rows, args.files, args.runs, args.smoke)
-        results[f"one row, {args.wide:,} files"] = _wide(Path(tmp) / "wide", args.wide, args.runs)
+        results.update(_wide(Path(tmp) / "wide", args.wide, args.runs, args.smoke))
     print(f"\n{args.rows:,} rows in {args.files} files, and {args.wide:,} files of 200 rows; "
           f"medians of {args.runs} runs (seconds)")
     print("| changes of | changes | scan both + diff | diff / changes | peak growth MiB, "
