@@ -238,3 +238,39 @@ def test_filters_and_columns(tmp_path: Path) -> None:
     assert stream.read_all().num_rows == 3 + 2
     tasks = changes(table, start).plan_files()
     assert [(t.kind, t.change_ordinal) for t in tasks] == [("added-rows", 0), ("deleted-rows", 1)]
+
+
+def test_a_vector_only_commit_is_planned_from_its_parents_plan(tmp_path: Path) -> None:
+    """A commit that only adds and replaces deletion vectors is planned from its parent's
+    plan and its own manifests: the same files and deletes as the planner's plan of it."""
+    from puffin.iceberg import rewrite_deletion_vectors
+    from puffin.iceberg.changelog.plan import delete_keys, vector_commit
+    from puffin.iceberg.scan.plan import plan_files
+
+    table = _table(tmp_path)
+    table = append(table, cdc_arrow([(i, 1, 10 + i) for i in range(4)]))
+
+    def plan(snapshot: Any) -> dict[str, Any]:
+        return {p.path: p for p in plan_files(table, snapshot, equality=True)}
+
+    def shape(planned: dict[str, Any]) -> dict[str, Any]:
+        return {path: delete_keys(p) for path, p in planned.items()}
+
+    # A vector, one in another Puffin file, both rewritten into one, both merged anew.
+    for step in ("tag = 1", "tag = 11", "rewrite", "tag = 2 or tag = 12"):
+        parent = table.current_snapshot()
+        if step == "rewrite":
+            rewritten = rewrite_deletion_vectors(table)
+            assert rewritten.snapshot_id is not None, rewritten
+            table = rewritten.table
+        else:
+            table = delete_rows(table, step).table
+        derived = vector_commit(table, table.current_snapshot(), plan(parent))
+        assert derived is not None, step
+        after = plan(table.current_snapshot())
+        assert shape(derived[0]) == shape(after), step
+        moved = {p for p in after if shape(after)[p] != shape(plan(parent)).get(p)}
+        assert derived[1] >= moved, step
+    parent = table.current_snapshot()
+    table = append(table, cdc_arrow([(9, 0, 99)]))
+    assert vector_commit(table, table.current_snapshot(), plan(parent)) is None

@@ -27,6 +27,7 @@ from puffin.iceberg.metadata.manifests import delete_file_key
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
+    from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
@@ -40,6 +41,7 @@ __all__ = [
     "Commit",
     "delete_keys",
     "plan_commits",
+    "vector_commit",
 ]
 
 ADDED_ROWS = "added-rows"
@@ -96,26 +98,83 @@ def plan_commits(
     before, parent = planned(start), start
     ordinal = 0
     for snapshot in snapshots:
-        after = planned(snapshot)
+        derived = None if parent is None else vector_commit(table, snapshot, before)
+        after, changed = derived if derived is not None else (planned(snapshot), None)
         if not _is_replace(snapshot):
-            tasks = tuple(_tasks(before, after, ordinal, snapshot.snapshot_id))
+            tasks = tuple(_tasks(before, after, ordinal, snapshot.snapshot_id, changed))
             yield Commit(snapshot, parent, ordinal, tasks)
             ordinal += 1
         before, parent = after, snapshot
 
 
+def vector_commit(
+    table: Table, snapshot: Snapshot, before: dict[str, PlannedFile]
+) -> tuple[dict[str, PlannedFile], set[str]] | None:
+    """The plan of ``snapshot`` made from its parent's (``before``), and the files whose
+    deletes changed, when its commit only added and removed deletion vectors (a v3
+    ``delete_rows``, a DV rewrite): the files its new vectors name get them, every other
+    file is as before. Only the commit's own manifests are read, so a range of such commits
+    costs what they changed, not the table. None for any other commit (data files added or
+    removed, other delete files, a file left with two vectors): the caller plans it in
+    full, with every check of the planner."""
+    from dataclasses import replace
+
+    from pyiceberg.manifest import FileFormat, ManifestContent, ManifestEntryStatus
+
+    from puffin.iceberg.metadata.manifests import read_manifest_entries
+
+    added: dict[str, DataFile] = {}
+    removed: set[tuple[str, str | None]] = set()
+    for manifest in snapshot.manifests(table.io):
+        if manifest.added_snapshot_id != snapshot.snapshot_id:
+            continue
+        for entry in read_manifest_entries(table.io, manifest, include_deleted=True, cached=True):
+            if entry.status == ManifestEntryStatus.EXISTING:
+                continue
+            df = entry.data_file
+            if manifest.content != ManifestContent.DELETES or df.file_format != FileFormat.PUFFIN:
+                return None
+            key = delete_file_key(df)
+            if entry.status == ManifestEntryStatus.DELETED:
+                removed.add(key)
+            elif key[1] is None or key[1] in added:
+                return None
+            else:
+                added[key[1]] = df
+    after = dict(before)
+    named = {k[1] for k in removed if k[1] is not None}
+    changed = (named | added.keys()) & before.keys()
+    for path in changed:
+        old = before[path]
+        kept = [d for d in old.delete_files if delete_file_key(d) not in removed]
+        if path in added:
+            if any(d.file_format == FileFormat.PUFFIN for d in kept):
+                return None  # two vectors for one file: the planner's check says what
+            kept.append(added[path])
+        after[path] = replace(old, delete_files=tuple(kept))
+    return after, changed
+
+
 def _tasks(
-    before: dict[str, PlannedFile], after: dict[str, PlannedFile], ordinal: int, snapshot_id: int
+    before: dict[str, PlannedFile],
+    after: dict[str, PlannedFile],
+    ordinal: int,
+    snapshot_id: int,
+    changed: set[str] | None = None,
 ) -> Iterator[ChangeTask]:
-    """The tasks of one commit, in path order: removed files, changed deletes, added files."""
-    for path in sorted(before.keys() - after.keys()):
-        yield ChangeTask(DELETED_DATA_FILE, ordinal, snapshot_id, before[path])
-    for path in sorted(before.keys() & after.keys()):
+    """The tasks of one commit, in path order: removed files, changed deletes, added files.
+    ``changed``: the only files whose deletes may differ, none added or removed (else every
+    file is compared)."""
+    if changed is None:
+        for path in sorted(before.keys() - after.keys()):
+            yield ChangeTask(DELETED_DATA_FILE, ordinal, snapshot_id, before[path])
+    for path in sorted(before.keys() & after.keys() if changed is None else changed):
         old, new = before[path], after[path]
         if delete_keys(old) != delete_keys(new):
             yield ChangeTask(DELETED_ROWS, ordinal, snapshot_id, old, new)
-    for path in sorted(after.keys() - before.keys()):
-        yield ChangeTask(ADDED_ROWS, ordinal, snapshot_id, after[path])
+    if changed is None:
+        for path in sorted(after.keys() - before.keys()):
+            yield ChangeTask(ADDED_ROWS, ordinal, snapshot_id, after[path])
 
 
 def delete_keys(planned: PlannedFile) -> frozenset[tuple[str, str | None]]:
