@@ -15,6 +15,9 @@ apply to it, never opened. Three kinds of task come out, as Iceberg Java names t
 
 A ``replace`` commit (compaction, a DV rewrite, a manifest rewrite, an equality delete
 conversion) changes no row: it yields no task, and does not count as an ordinal, as in Java.
+
+A commit that only adds and replaces deletion vectors (most v3 deletes) is not planned: its
+plan is its parent's with the vectors its own manifests add (:func:`vector_commit`).
 """
 
 from __future__ import annotations
