@@ -4,7 +4,8 @@ The reader applies no delete: each task says which rows it wants. An added file'
 in the commit's snapshot, a removed file's rows live in the parent, and for a file whose
 deletes changed, the positions deleted in the commit's snapshot but not in the parent (read
 from the row groups holding them only). The deletes of both kinds are resolved as each
-snapshot holds them (:class:`_SnapshotDeletes`, the last few kept).
+snapshot holds them: a :class:`~puffin.iceberg.scan.delete_filter.DeleteFilter` per snapshot,
+the last few kept (the newest equality delete of a key is that snapshot's newest).
 
 A file that several commits of the range delete from (50 commits each deleting 0.1 % of a
 table touch every file 50 times) is read once, for all those positions, before the first of
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.changelog.images import CHANGE_COLUMNS, DELETE, INSERT
 from puffin.iceberg.changelog.plan import ADDED_ROWS, DELETED_ROWS, ChangeTask, Commit, delete_keys
+from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.lineage import FileLineage, file_lineage, lineage_column
 from puffin.iceberg.scan.rows import POSITION, RowReader
 
@@ -33,8 +35,6 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
-    from puffin.iceberg.metadata.delete_files import DeleteIndex
-    from puffin.iceberg.scan.equality import EqualityDeletes
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = ["FILE", "TaskReader"]
@@ -44,15 +44,6 @@ FILE = "_file"
 #: Deleted positions of planned files kept for reuse (a commit's "after" is the next one's
 #: "before"), least recently used dropped first.
 _KEPT_POSITIONS = 256
-
-
-@dataclass
-class _SnapshotDeletes:
-    """One snapshot's deletes: vectors and position-delete files by their entries, equality
-    deletes matched as that snapshot holds them (the newest delete of a key is its newest)."""
-
-    index: DeleteIndex
-    equality: EqualityDeletes
 
 
 @dataclass
@@ -82,7 +73,7 @@ class TaskReader:
         self.reader = RowReader(
             table, projection, row_filter, case_sensitive, None, lineage, None, positions=True
         )
-        self._snapshots: OrderedDict[int, _SnapshotDeletes] = OrderedDict()
+        self._snapshots: OrderedDict[int, DeleteFilter] = OrderedDict()
         self._lineage: OrderedDict[int, dict[str, FileLineage]] = OrderedDict()
         self._known: dict[str, tuple[int, FileLineage]] = {}  # by path: (from sequence, ...)
         self._positions: OrderedDict[Any, npt.NDArray[np.int64]] = OrderedDict()
@@ -141,18 +132,11 @@ class TaskReader:
         if found is not None:
             self._positions.move_to_end(key)
             return found
-        parts = [np.empty(0, dtype=np.int64)]
+        positions = None
         if snapshot is not None:
-            deletes = self._deletes_of(snapshot)
-            positions = deletes.index.planned_positions(planned)
-            if positions is not None:
-                parts.append(positions)
-            if planned.equality_deletes:
-                self.reader.equality = deletes.equality
-                parts.append(self.reader.equality_positions(planned))
-        # One part is sorted and unique already (a vector, or one file's positions).
-        merged = parts[-1] if len(parts) == 2 else np.unique(np.concatenate(parts))
-        found = self._positions[key] = merged
+            positions = self._deletes_of(snapshot).deleted_positions(planned)
+        found = np.empty(0, dtype=np.int64) if positions is None else positions
+        self._positions[key] = found
         if len(self._positions) > _KEPT_POSITIONS:
             self._positions.popitem(last=False)
         return found
@@ -183,13 +167,11 @@ class TaskReader:
             where = np.minimum(np.searchsorted(at, gone), len(at) - 1)
             yield from rows.take(pa.array(where[at[where] == gone])).to_batches()
 
-    def _deletes_of(self, snapshot: Snapshot) -> _SnapshotDeletes:
-        from puffin.iceberg.metadata.delete_files import DeleteIndex
-
+    def _deletes_of(self, snapshot: Snapshot) -> DeleteFilter:
+        """``snapshot``'s deletes of both kinds, each vector read by its own entry."""
         found = self._snapshots.get(snapshot.snapshot_id)
         if found is None:
-            index = DeleteIndex(self.table, snapshot, by_entry=True)
-            found = _SnapshotDeletes(index, self.reader.fresh_equality())
+            found = DeleteFilter(self.table, snapshot, by_entry=True)
             self._snapshots[snapshot.snapshot_id] = found
             if len(self._snapshots) > 3:
                 self._snapshots.popitem(last=False)

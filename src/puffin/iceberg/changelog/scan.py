@@ -31,7 +31,8 @@ from puffin.iceberg.changelog.images import (
 )
 from puffin.iceberg.changelog.plan import ADDED_ROWS, ChangeTask, Commit, plan_commits
 from puffin.iceberg.changelog.reading import FILE, TaskReader
-from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS
+from puffin.iceberg.scan.arrow import conform_batch
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, require_lineage
 from puffin.iceberg.scan.rows import POSITION
 
 if TYPE_CHECKING:
@@ -112,12 +113,7 @@ class ChangelogScan:
         self.row_filter = AlwaysTrue() if row_filter is None else check_where(table, row_filter)
         self.v3 = table.metadata.format_version >= 3
         self.lineage = list(LINEAGE_COLUMNS) if self.v3 else []
-        asked = [f for f in selected_fields if f in LINEAGE_COLUMNS]
-        if asked and not self.v3:
-            raise UsageError(
-                f"{', '.join(asked)}: row lineage exists only on format version 3 tables "
-                "(upgrade_to_v3 / `puffin table upgrade`)"
-            )
+        require_lineage(table, [f for f in selected_fields if f in LINEAGE_COLUMNS])
         # The changelog's own columns come with every row: naming them selects nothing more.
         fields = tuple(f for f in selected_fields if f not in (*LINEAGE_COLUMNS, FILE, POSITION))
         try:
@@ -176,7 +172,7 @@ class ChangelogScan:
         schema = self.schema
         if self.net:
             return pa.RecordBatchReader.from_batches(schema, iter(self.to_arrow().to_batches()))
-        batches = (_conform(b, schema) for b in self._batches(progress))
+        batches = (conform_batch(b, schema) for b in self._batches(progress))
         return pa.RecordBatchReader.from_batches(schema, batches)
 
     def to_arrow(self) -> pa.Table:
@@ -184,7 +180,8 @@ class ChangelogScan:
         import pyarrow as pa
 
         schema = self.schema
-        rows = pa.Table.from_batches([_conform(b, schema) for b in self._batches(False)], schema)
+        batches = [conform_batch(b, schema) for b in self._batches(False)]
+        rows = pa.Table.from_batches(batches, schema)
         if not self.net:
             return rows
         identity = "_row_id" if self.v3 else None
@@ -224,7 +221,7 @@ class ChangelogScan:
         if not gathered:
             return
         schema = self.schema
-        rows = pa.Table.from_batches([_conform(b, schema) for b in gathered], schema)
+        rows = pa.Table.from_batches([conform_batch(b, schema) for b in gathered], schema)
         rows = drop_carryovers(rows, [*self.data_columns, *self.lineage[:1]])
         if self.update_keys and not self.net:
             rows = pair_updates(rows, self.update_keys, _described(self.update_keys))
@@ -258,8 +255,3 @@ def _update_keys(
 
 def _described(keys: list[str]) -> str:
     return "row id" if keys == ["_row_id"] else "identifier columns " + ", ".join(keys)
-
-
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly ``schema``'s types (files differ in string width, units)."""
-    return batch if batch.schema.equals(schema) else batch.cast(schema)

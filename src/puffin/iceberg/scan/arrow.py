@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.types import IcebergType
 
-__all__ = ["nested_column", "to_iceberg_arrow"]
+__all__ = ["conform_batch", "nested_column", "to_iceberg_arrow"]
 
 
 def to_iceberg_arrow(
@@ -73,3 +73,9 @@ def nested_column(data: Any, names: tuple[str, ...]) -> Any:
     for name in names[1:]:
         column = pc.struct_field(column, name)
     return column
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with exactly ``schema``'s types (files differ in string width, units): what
+    a stream of batches read from several files hands on."""
+    return batch if batch.schema.equals(schema) else batch.cast(schema)

@@ -16,8 +16,11 @@ Iceberg Java's readers fill them (``ManifestReader.idAssigner``, ``ValueReaders.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from puffin.errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,6 +36,7 @@ __all__ = [
     "FileLineage",
     "file_lineage",
     "lineage_column",
+    "require_lineage",
 ]
 
 ROW_ID_FIELD_ID = 2147483540
@@ -51,6 +55,16 @@ class FileLineage:
 
     first_row_id: int | None
     sequence_number: int | None
+
+
+def require_lineage(table: Table, asked: Sequence[str]) -> None:
+    """:class:`UsageError` when row-lineage columns are ``asked`` of a table below format
+    version 3, which has none."""
+    if asked and table.metadata.format_version < 3:
+        raise UsageError(
+            f"{', '.join(asked)}: row lineage exists only on format version 3 tables "
+            "(upgrade_to_v3 / `puffin table upgrade`)"
+        )
 
 
 def file_lineage(table: Table, snapshot: Snapshot) -> dict[str, FileLineage]:

@@ -177,11 +177,6 @@ class RowReader:
                 distinct_ok=distinct_ok,
             )  # fmt: skip
 
-    def fresh_equality(self) -> EqualityDeletes:
-        """New equality-delete matching for this reader: one per snapshot when a reader
-        serves several (a scope's keys are matched as one snapshot holds them)."""
-        return EqualityDeletes(self.table, self._schemas)
-
     def equality_positions(self, planned: PlannedFile) -> npt.NDArray[np.int64]:
         """The sorted positions of ``planned`` that its equality deletes remove (whatever
         else deletes them): its key columns read a row group at a time and matched."""

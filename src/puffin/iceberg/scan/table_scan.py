@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from puffin.errors import ColumnNotFoundError, UsageError
 from puffin.iceberg.metadata.delete_files import DeleteIndex
-from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
+from puffin.iceberg.scan.arrow import conform_batch
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage, require_lineage
 from puffin.iceberg.scan.plan import PlannedFile, planned_from_tasks
 from puffin.iceberg.scan.rows import BATCH_ROWS, RowReader
 
@@ -96,11 +97,7 @@ class TableScan:
         self.row_filter = AlwaysTrue() if row_filter is None else check_where(table, row_filter)
         self.lineage = [n for n in LINEAGE_COLUMNS if n in selected_fields and not _has(table, n)]
         fields = tuple(f for f in selected_fields if f not in self.lineage)
-        if self.lineage and table.metadata.format_version < 3:
-            raise UsageError(
-                f"{', '.join(self.lineage)}: row lineage exists only on format version 3 "
-                "tables (upgrade_to_v3 / `puffin table upgrade`)"
-            )
+        require_lineage(table, self.lineage)
         # The snapshot's own schema only for time travel: the current snapshot is read with
         # the table's current schema (a column renamed or added since it was written), as
         # Iceberg Java and pyiceberg read it.
@@ -145,7 +142,8 @@ class TableScan:
 
         schema = self.schema
         batches = _limited(self._batches(progress), self.limit)
-        return pa.RecordBatchReader.from_batches(schema, (_conform(b, schema) for b in batches))
+        conformed = (conform_batch(b, schema) for b in batches)
+        return pa.RecordBatchReader.from_batches(schema, conformed)
 
     def to_arrow(self) -> pa.Table:
         """Every row as one Arrow table; files are read in parallel by pyiceberg's executor.
@@ -227,8 +225,3 @@ def _limited(batches: Iterator[pa.RecordBatch], limit: int | None) -> Iterator[p
             batch = batch.slice(0, left)
         left -= batch.num_rows
         yield batch
-
-
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly ``schema``'s types (files differ in string width, units)."""
-    return batch if batch.schema.equals(schema) else batch.cast(schema)
