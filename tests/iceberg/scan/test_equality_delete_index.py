@@ -141,7 +141,7 @@ def test_a_plan_is_refused_only_where_an_equality_delete_applies() -> None:
     older = _file(DataFileContent.EQUALITY_DELETES, "s3://b/e1.parquet", 1, 7, equality_ids=[1])
     elsewhere = _file(DataFileContent.EQUALITY_DELETES, "s3://b/e2.parquet", 2, 8, equality_ids=[1])
     planned = _planned([data, [_entry(older, 5), _entry(elsewhere, 9)]], UNPARTITIONED)
-    assert [(p.path, p.delete_files) for p in planned] == [
+    assert [(p.path, list(p.delete_files)) for p in planned] == [
         ("s3://b/data/a.parquet", []),
         ("s3://b/data/b.parquet", []),
     ]

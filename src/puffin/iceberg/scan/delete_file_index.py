@@ -81,6 +81,11 @@ class DeleteEntry:
     bounds: tuple[str, str] | None
     #: a deletion vector (a Puffin blob), of which a data file has at most one
     vector: bool = False
+    #: ``(delete_file,)``: what a plan gives the data file this one alone applies to
+    files: tuple[DataFile, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", (self.delete_file,))
 
     @classmethod
     def of(cls, entry: ManifestEntry) -> DeleteEntry:
@@ -114,6 +119,22 @@ class _BySequence:
     def add(self, sequence: int, delete_file: DataFile, bounds: tuple[str, str] | None) -> None:
         self.entries.append((sequence, delete_file, bounds))
         self.sequences = None
+
+    @classmethod
+    def holding(cls, entry: DeleteEntry) -> _BySequence:
+        """A bucket for the data file ``entry`` names, holding ``entry``."""
+        assert entry.target is not None
+        bucket = cls(path=entry.target)
+        bucket.add_entry(entry)
+        return bucket
+
+    def add_entry(self, entry: DeleteEntry) -> None:
+        """A delete file found by the data file it names: a vector, or a position-delete
+        file."""
+        if entry.vector:
+            self.add_vector(entry.sequence, entry.delete_file)
+        else:
+            self.add(entry.sequence, entry.delete_file, None)
 
     def add_vector(self, sequence: int, delete_file: DataFile) -> None:
         """The deletion vector of the data file this key names; a second one breaks the
@@ -172,7 +193,9 @@ class DeleteFileIndex:
 
     def __init__(self, unpartitioned_specs: frozenset[int] = frozenset()) -> None:
         self._unpartitioned = unpartitioned_specs
-        self._by_path: dict[str, _BySequence] = {}
+        #: by the data file they name: the one delete entry that does (most often), or a
+        #: bucket of them (no object made per vector: a plan builds this index each time)
+        self._by_path: dict[str, DeleteEntry | _BySequence] = {}
         self._by_partition: dict[tuple[int, tuple[Any, ...]], _BySequence] = {}
         self._equality_global = _BySequence()
         self._equality: dict[tuple[int, tuple[Any, ...]], _BySequence] = {}
@@ -193,13 +216,14 @@ class DeleteFileIndex:
         an equality delete file."""
         d = entry if isinstance(entry, DeleteEntry) else DeleteEntry.of(entry)
         if d.target is not None:
-            bucket = self._by_path.get(d.target)
-            if bucket is None:
-                bucket = self._by_path[d.target] = _BySequence(path=d.target)
-            if d.vector:
-                bucket.add_vector(d.sequence, d.delete_file)
+            held = self._by_path.get(d.target)
+            if held is None:
+                self._by_path[d.target] = d
+            elif isinstance(held, DeleteEntry):
+                self._by_path[d.target] = bucket = _BySequence.holding(held)
+                bucket.add_entry(d)
             else:
-                bucket.add(d.sequence, d.delete_file, None)
+                held.add_entry(d)
             return
         self._wide = True
         assert d.partition is not None
@@ -213,17 +237,19 @@ class DeleteFileIndex:
         bucket = by_partition.setdefault(d.partition, _BySequence())
         bucket.add(d.sequence, d.delete_file, d.bounds)
 
-    def for_files(self, rows: Sequence[tuple[str, DataFile, int]]) -> list[Sequence[DataFile]]:
-        """For each ``(path, data file, data sequence number)`` of ``rows``, the delete files
-        that apply, by path: what a plan asks, in one call (with only vectors, a dict lookup
-        a file)."""
+    def for_files(self, rows: Sequence[tuple[Any, ...]]) -> list[Sequence[DataFile]]:
+        """For each ``(path, data file, data sequence number, ...)`` of ``rows``, the delete
+        files that apply, by path: what a plan asks, in one call (with only vectors, a dict
+        lookup a file)."""
         if self._wide:
-            return [by_path(self.for_file(*row)) for row in rows]
-        get = self._by_path.get
+            return [by_path(self.for_file(row[0], row[1], row[2])) for row in rows]
+        get, one = self._by_path.get, DeleteEntry
         return [
-            _NO_FILES if (found := get(path)) is None else found.files_at_or_after(sequence)
-            for path, _, sequence in rows
-        ]
+            _NO_FILES if (found := get(row[0])) is None
+            else found.files if found.__class__ is one and found.sequence >= row[2]
+            else _bucket(found).files_at_or_after(row[2])
+            for row in rows
+        ]  # fmt: skip
 
     def for_data_file(self, entry: ManifestEntry) -> AbstractSet[DataFile]:
         """The delete files that apply to the data file of ``entry``."""
@@ -233,7 +259,8 @@ class DeleteFileIndex:
     def for_file(self, path: str, data_file: DataFile, sequence: int) -> AbstractSet[DataFile]:
         """The delete files that apply to the data file at ``path`` of data sequence number
         ``sequence`` (the plan's digest holds the three, so nothing else is read)."""
-        by_path = self._by_path.get(path)
+        held = self._by_path.get(path)
+        by_path = None if held is None else _bucket(held)
         if not self._wide:  # only vectors (v3): most files of a plan have none
             if by_path is None:
                 return _NONE  # nothing allocated: see PlannedFile
@@ -256,6 +283,11 @@ class DeleteFileIndex:
         if self._equality_global.entries:
             found.update(d for _, d, _ in self._equality_global.after(sequence))
         return found
+
+
+def _bucket(held: DeleteEntry | _BySequence) -> _BySequence:
+    """What the index holds for one data file's path, as a bucket."""
+    return _BySequence.holding(held) if isinstance(held, DeleteEntry) else held
 
 
 @contextmanager
