@@ -296,22 +296,30 @@ def test_empty_data_files_are_planned_as_pyiceberg_plans_them(
 
 
 def test_a_plan_leaves_the_collector_as_it_found_it(tables: dict[str, Any]) -> None:
-    """Planning holds the cyclic collector off (support/gc_pause.py) and gives it back as it
-    was: on, off, and after a plan that fails."""
+    """Planning holds full collections off (support/gc_pause.py) and gives the collector
+    back as it was: on or off, its thresholds, nested holds, and after a plan that fails."""
     import gc
 
     from puffin.support.gc_pause import gc_paused
 
     table = tables["v3 deletion vectors"]
+    before = gc.get_threshold()
     try:
         for enabled in (True, False):
             (gc.enable if enabled else gc.disable)()
             assert plan_files(table, table.current_snapshot())
             assert gc.isenabled() is enabled
+            assert gc.get_threshold() == before
         gc.enable()
         with pytest.raises(RuntimeError), gc_paused():
-            assert not gc.isenabled()
+            assert gc.isenabled()  # young collections still run
+            assert gc.get_threshold()[:2] == before[:2]
+            assert gc.get_threshold()[2] > 10**6
+            with gc_paused():
+                pass
+            assert gc.get_threshold()[2] > 10**6  # the outer hold stays
             raise RuntimeError("a plan that fails")
-        assert gc.isenabled()
+        assert gc.get_threshold() == before
     finally:
         gc.enable()
+        gc.set_threshold(*before)
