@@ -11,7 +11,8 @@ One concept per module: :mod:`~puffin.spark._java` (Java check, :func:`local_ses
 :mod:`~puffin.spark.types` (Spark <-> Iceberg types), :mod:`~puffin.spark.ndv` (sketches of
 a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics` (a
 table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors),
-:mod:`~puffin.spark.convert` (equality deletes into vectors) and :mod:`~puffin.spark.cli`
+:mod:`~puffin.spark.convert` (equality deletes into vectors), :mod:`~puffin.spark.compact`
+(compaction, files written on the executors) and :mod:`~puffin.spark.cli`
 (``puffin spark ...``).
 
 Importing this package is light: its names load on first use, and pyspark, pyarrow and
@@ -30,6 +31,7 @@ _LAZY: dict[str, str] = {
     "check_java": "puffin.spark._java",
     "local_session": "puffin.spark._java",
     "convert_equality_deletes": "puffin.spark.convert",
+    "rewrite_data_files": "puffin.spark.compact",
     "delete_rows": "puffin.spark.deletes",
     "deletion_vector_positions": "puffin.spark.deletes",
     "deletion_vectors_for": "puffin.spark.deletes",
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import argparse
 
     from puffin.spark._java import MIN_JAVA, check_java, local_session
+    from puffin.spark.compact import rewrite_data_files
     from puffin.spark.convert import convert_equality_deletes
     from puffin.spark.deletes import (
         delete_rows,
@@ -76,6 +79,7 @@ __all__ = [
     "local_session",
     "position_deletes_to_deletion_vectors",
     "register_cli",
+    "rewrite_data_files",
     "spark_read_type",
     "upgrade_to_v3",
 ]

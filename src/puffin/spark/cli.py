@@ -1,4 +1,4 @@
-"""``puffin spark stats|dv|migrate-deletes|convert-equality-deletes``: the Spark jobs.
+"""``puffin spark stats|dv|migrate-deletes|convert-equality-deletes|compact``: the Spark jobs.
 
 :func:`register_cli` is the ``puffin`` command's plugin hook.  This module is imported only
 by the command line, so ``import puffin.spark`` stays free of argparse; pyspark and
@@ -19,6 +19,7 @@ from puffin.blobs.standard import NDV
 from puffin.cli.output import print_json
 from puffin.errors import IntegrationError, MissingDependencyError, PuffinError, UsageError
 from puffin.iceberg.cli.deletes import written_files, written_line
+from puffin.iceberg.cli.rewrites import add_compact_options
 from puffin.spark._java import check_java, local_session, log_directory
 from puffin.spark._progress import JobProgress
 from puffin.spark.deletes import (
@@ -51,6 +52,7 @@ examples:
   puffin spark dv db.events --where "category = 7" --commit   delete them
   puffin spark migrate-deletes db.events             v2 position deletes -> deletion vectors
   puffin spark migrate-deletes db.events --commit    ... committed: the table becomes v3
+  puffin spark compact db.events --target-size 128MB  files written again on the executors
   puffin spark convert-equality-deletes db.cdc        equality deletes -> deletion vectors
   puffin spark stats prod.db.events --catalog prod --master spark://host:7077
 
@@ -100,7 +102,7 @@ def _add_delete_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     parents: list[argparse.ArgumentParser],
 ) -> None:
-    """``dv``, ``migrate-deletes`` and ``convert-equality-deletes``."""
+    """``dv``, ``migrate-deletes``, ``convert-equality-deletes`` and ``compact``."""
     dv = _command(
         commands, "dv", parents, "write deletion vectors for the rows matching a condition"
     )
@@ -150,6 +152,14 @@ def _add_delete_commands(
         "replace the table's equality deletes by deletion vectors, keys matched on Spark",
     )
     convert.set_defaults(func=_cli_convert)
+    compact = _command(
+        commands,
+        "compact",
+        parents,
+        "rewrite data files with deleted rows (and small files), written on the executors",
+    )
+    add_compact_options(compact)
+    compact.set_defaults(func=_cli_compact)
 
 
 def _shared_options() -> argparse.ArgumentParser:
@@ -389,3 +399,17 @@ def _cli_convert(args: argparse.Namespace) -> int:
         with progress.watching(spark):
             result = convert_equality_deletes(spark, table)
     return report_conversion(args, f"spark {args.spark_command}", result)
+
+
+def _cli_compact(args: argparse.Namespace) -> int:
+    from puffin.iceberg.cli.rewrites import compact_options, report_compaction
+    from puffin.spark.compact import rewrite_data_files
+
+    if args.snapshot_id is not None:
+        raise UsageError("compact works on the current snapshot only")
+    with _cli_errors(), JobProgress(enabled=args.progress) as progress:
+        spark, table = _cli_open(args, progress)
+        with progress.watching(spark):
+            options = {**compact_options(args), "progress": False}  # Spark's progress line
+            result = rewrite_data_files(spark, table, **options)
+    return report_compaction(args, f"spark {args.spark_command}", result)

@@ -93,25 +93,7 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         help="rewrite data files with deleted rows (and small files) without those rows",
         epilog=_EPILOG_COMPACT,
     )
-    compact.add_argument("--where", metavar="COND", help="only files that may hold such rows")
-    compact.add_argument(
-        "--min-deleted",
-        type=float,
-        default=0.3,
-        metavar="FRACTION",
-        help="rewrite files with at least this fraction of rows deleted (0.3)",
-    )
-    compact.add_argument(
-        "--min-input-files",
-        type=int,
-        default=5,
-        metavar="N",
-        help="small files of a partition rewritten once there are N (5)",
-    )
-    compact.add_argument("--target-size", metavar="SIZE", help="e.g. 512MB (the table's)")
-    compact.add_argument(
-        "--no-statistics", action="store_true", help="leave the table's statistics as they are"
-    )
+    add_compact_options(compact)
     add_progress_option(compact, "for every data file rewritten")
     manifests = commands.add(
         "rewrite-manifests",
@@ -120,6 +102,41 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         epilog=_EPILOG_MANIFESTS,
     )
     manifests.add_argument("--target-size", metavar="SIZE", help="e.g. 8MB (the table's)")
+
+
+def add_compact_options(parser: argparse.ArgumentParser) -> None:
+    """What ``puffin table compact`` and ``puffin spark compact`` both take."""
+    parser.add_argument("--where", metavar="COND", help="only files that may hold such rows")
+    parser.add_argument(
+        "--min-deleted",
+        type=float,
+        default=0.3,
+        metavar="FRACTION",
+        help="rewrite files with at least this fraction of rows deleted (0.3)",
+    )
+    parser.add_argument(
+        "--min-input-files",
+        type=int,
+        default=5,
+        metavar="N",
+        help="small files of a partition rewritten once there are N (5)",
+    )
+    parser.add_argument("--target-size", metavar="SIZE", help="e.g. 512MB (the table's)")
+    parser.add_argument(
+        "--no-statistics", action="store_true", help="leave the table's statistics as they are"
+    )
+
+
+def compact_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`add_compact_options`, as ``rewrite_data_files`` takes them."""
+    return {
+        "where": args.where,
+        "min_deleted_fraction": args.min_deleted,
+        "min_input_files": args.min_input_files,
+        "target_file_size_bytes": _size(args.target_size),
+        "statistics": "none" if args.no_statistics else "update",
+        "progress": args.progress,
+    }
 
 
 def _size(text: str | None) -> int | None:
@@ -183,15 +200,13 @@ def report_conversion(args: argparse.Namespace, command: str, r: Any) -> int:
 def _run_compact(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.compact import rewrite_data_files
 
-    r = rewrite_data_files(
-        table,
-        where=args.where,
-        min_deleted_fraction=args.min_deleted,
-        min_input_files=args.min_input_files,
-        target_file_size_bytes=_size(args.target_size),
-        statistics="none" if args.no_statistics else "update",
-        progress=args.progress,
-    )
+    result = rewrite_data_files(table, **compact_options(args))
+    return report_compaction(args, "table compact", result)
+
+
+def report_compaction(args: argparse.Namespace, command: str, r: Any) -> int:
+    """What ``puffin table|spark compact`` did (a ``CompactResult``), in lines or as the JSON
+    document ``command`` (docs/cli.md)."""
     done = [
         f"rewrote {r.rewritten_files} data file(s) into {r.added_files}: {r.rows} rows kept, "
         f"{r.dropped_deleted_rows} deleted rows dropped, {r.bytes_before} -> {r.bytes_after} "
@@ -200,7 +215,7 @@ def _run_compact(args: argparse.Namespace, table: Any) -> int:
     if r.statistics != "none":
         done.append(f"  statistics: {r.statistics}")
     nothing = "nothing to compact (see --min-deleted and --min-input-files)"
-    return _report(args, "table compact", r, nothing, done)
+    return _report(args, command, r, nothing, done)
 
 
 def _run_rewrite_manifests(args: argparse.Namespace, table: Any) -> int:

@@ -20,6 +20,7 @@ live row once and makes them exact.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ from puffin.iceberg.scan.plan import PlannedFile, plan_files, planned_from_tasks
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.writes.append import statistics_left
 from puffin.iceberg.writes.rewrite import (
+    Groups,
     rewrite_files,
     scoped_position_deletes,
     target_file_size,
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.snapshots import Snapshot
 
-__all__ = ["CompactResult", "rewrite_data_files"]
+__all__ = ["CompactOptions", "CompactResult", "Rewriter", "compact", "rewrite_data_files"]
 
 #: Java's ``rewrite_data_files`` defaults: ``delete-ratio-threshold`` (0.3),
 #: ``min-input-files`` (5), ``min-file-size-bytes`` (75 % of the target size).
@@ -90,6 +92,30 @@ class _Choice:
     deleted: dict[str, int]
 
 
+#: What writes the chosen files again: ``(table, snapshot, deletes, groups, target size,
+#: written) -> the new files' records``, each new file listed in ``written`` once written
+#: (:func:`~puffin.iceberg.writes.rewrite.rewrite_files` in this process; Spark executors
+#: for :func:`puffin.spark.rewrite_data_files`).
+Rewriter = Callable[["Table", "Snapshot", DeleteIndex, Groups, int, list[str]], list["DataFile"]]
+
+
+@dataclass(frozen=True)
+class CompactOptions:
+    """:func:`rewrite_data_files`'s options, checked (see there)."""
+
+    where: str | BooleanExpression | None = None
+    min_deleted_fraction: float = DEFAULT_MIN_DELETED_FRACTION
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES
+    target_file_size_bytes: int | None = None
+    statistics: str = "update"
+    max_attempts: int = MAX_ATTEMPTS
+    progress: bool | None = False
+
+    def __post_init__(self) -> None:
+        _check(self.min_deleted_fraction, self.min_input_files, self.target_file_size_bytes,
+               self.statistics)  # fmt: skip
+
+
 def rewrite_data_files(
     table: Table,
     *,
@@ -117,10 +143,26 @@ def rewrite_data_files(
         result = rewrite_data_files(table, min_deleted_fraction=0.1)
         print(result.rewritten_files, "files ->", result.added_files)
     """
+    options = CompactOptions(
+        where, min_deleted_fraction, min_input_files, target_file_size_bytes, statistics,
+        max_attempts, progress,
+    )  # fmt: skip
+
+    def here(
+        table: Table, snapshot: Snapshot, deletes: DeleteIndex, groups: Groups, target: int,
+        written: list[str],
+    ) -> list[DataFile]:  # fmt: skip
+        return rewrite_files(table, snapshot, deletes, groups, target, written, progress=progress)
+
+    return compact(table, here, options)
+
+
+def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> CompactResult:
+    """:func:`rewrite_data_files` with the files written by ``rewriter``: the files chosen
+    and the commit are the same wherever they are written."""
     require_v2_or_v3(table, "rewrite_data_files")
-    _check(min_deleted_fraction, min_input_files, target_file_size_bytes, statistics)
-    row_filter = None if where is None else check_where(table, where)
-    target = target_file_size_bytes or target_file_size(table)
+    row_filter = None if options.where is None else check_where(table, options.where)
+    target = options.target_file_size_bytes or target_file_size(table)
 
     def attempt(table: Table, number: int, written: list[str]) -> CompactResult:
         snapshot = table.current_snapshot()
@@ -128,21 +170,21 @@ def rewrite_data_files(
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
         index = DeleteFilter(table, snapshot)
         planned = _planned(table, row_filter)
-        choice = _choose(index, planned, min_deleted_fraction, min_input_files, target)
+        choice = _choose(
+            index, planned, options.min_deleted_fraction, options.min_input_files, target
+        )
         if not choice.groups:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        added = rewrite_files(
-            table, snapshot, index, choice.groups, target, written, progress=progress
-        )
+        added = rewriter(table, snapshot, index, choice.groups, target, written)
         whole = planned if row_filter is None else None  # ``where`` left files out of it
         dropped = _unapplied_equality_deletes(table, snapshot, choice, whole)
         return _commit(table, snapshot, choice, added, written, number, dropped)
 
-    result = with_retries(table, attempt, max_attempts)
-    if result.snapshot_id is None or statistics == "none":
+    result = with_retries(table, attempt, options.max_attempts)
+    if result.snapshot_id is None or options.statistics == "none":
         return result
     try:
-        return _with_statistics(result, progress)
+        return _with_statistics(result, options.progress)
     except InterruptedAfterCommit as exc:  # the statistics' own commit landed
         raise InterruptedAfterCommit(result.snapshot_id, result.table) from exc
     except KeyboardInterrupt as exc:

@@ -29,10 +29,13 @@ if TYPE_CHECKING:
     from pyiceberg.io import FileIO, OutputFile
     from pyiceberg.manifest import DataFile
     from pyiceberg.schema import Schema
+    from pyiceberg.table.locations import LocationProvider
     from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.typedef import Record
 
-__all__ = ["FileTarget", "can_stream", "stream_data_files", "stream_repartitioned"]
+__all__ = [
+    "FileTarget", "can_stream", "data_file_location", "stream_data_files", "stream_repartitioned",
+]
 
 #: Iceberg's ``write.parquet.row-group-size-bytes`` (pyiceberg ignores it), read here as the
 #: Arrow bytes buffered per row group.  32 MiB by default: the writer then costs about 50 MiB
@@ -220,9 +223,16 @@ class _Layout:
 
     def output(self, task_id: int) -> tuple[str, OutputFile]:
         """The location and output of the ``task_id``-th file, named as pyiceberg does."""
-        name = f"00000-{task_id}-{self.write_uuid}.parquet"
-        path = self.locations.new_data_location(data_file_name=name, partition_key=None)
+        path = data_file_location(self.locations, self.write_uuid, task_id)
         return path, self.io.new_output(path)
+
+
+def data_file_location(locations: LocationProvider, write_uuid: uuid.UUID, number: int) -> str:
+    """Where a streaming write puts its ``number``-th file (from 0): named as pyiceberg
+    names them, placed by the table's location provider (``locations``) without a
+    partition folder. A job can find the files of a write it did not see end by this."""
+    name = f"00000-{number}-{write_uuid}.parquet"
+    return str(locations.new_data_location(data_file_name=name, partition_key=None))
 
 
 class _File:

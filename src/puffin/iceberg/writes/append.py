@@ -201,13 +201,17 @@ def has_statistics(table: Table) -> bool:
     return snapshot is not None and base_statistics(table, snapshot)[0] is not None
 
 
-def write_data_files(table: Table, data: Any, *, into: FileTarget | None = None) -> list[DataFile]:
+def write_data_files(
+    table: Table, data: Any, *, into: FileTarget | None = None, write_uuid: uuid.UUID | None = None
+) -> list[DataFile]:
     """Parquet data files as pyiceberg writes them, and their records; files without a row
     are removed, and a failure or Ctrl-C while writing removes every file written so far
-    (the one being written included).  A ``RecordBatchReader`` for an unpartitioned table,
-    or with ``into`` (a partition, schema or size of the caller's), is streamed a row group
-    at a time (:mod:`._streaming`: bounded memory, files rolled at the target size on
-    disk); anything else goes through pyiceberg's own writer."""
+    (the one being written included); they are named ``00000-<n>-<write uuid>.parquet``,
+    ``n`` counting from 0 (``write_uuid``: a new one by default).  A ``RecordBatchReader``
+    for an unpartitioned table, or with ``into`` (a partition, schema or size of the
+    caller's), is streamed a row group at a time (:mod:`._streaming`: bounded memory, files
+    rolled at the target size on disk); anything else goes through pyiceberg's own
+    writer."""
     import pyarrow as pa
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
@@ -215,7 +219,7 @@ def write_data_files(table: Table, data: Any, *, into: FileTarget | None = None)
     from puffin.iceberg.writes._streaming import can_stream, stream_data_files
 
     require_writable_location(table)
-    write_uuid = uuid.uuid4()
+    write_uuid = write_uuid or uuid.uuid4()
     files: list[DataFile] = []
     written: Iterable[DataFile]
     try:

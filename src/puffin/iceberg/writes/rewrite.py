@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.scan.delete_file_index import scoped_data_file
-from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, file_lineage
+from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS, FileLineage, file_lineage
 from puffin.iceberg.scan.plan import PlannedFile
 from puffin.iceberg.scan.rows import RowReader
 from puffin.iceberg.writes._streaming import FileTarget
@@ -23,6 +23,8 @@ from puffin.iceberg.writes.append import write_data_files
 from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
+    import uuid
+
     import numpy as np
     import numpy.typing as npt
     import pyarrow as pa
@@ -60,25 +62,34 @@ def rewrite_files(
     deleted: Mapping[str, npt.NDArray[np.int64]] | None = None,
     progress: bool | None = False,
     label: str = "compact ",
+    lineage: Mapping[str, FileLineage] | None = None,
+    write_uuid: uuid.UUID | None = None,
 ) -> list[DataFile]:
     """The live rows of the ``groups``' files written again, partition by partition; the
     new files' records (each also listed in ``written`` once written).
 
     ``index`` gives each file's deletes; ``deleted`` instead gives every deleted position
     of the files it names (a copy-on-write delete: what is deleted already and what the
-    delete adds), whose delete files are then not read again."""
+    delete adds), whose delete files are then not read again. On a v3 table ``lineage``
+    gives the files' first row ids (by default read from the snapshot's manifests).
+    ``write_uuid`` names the files of a single group (see
+    :func:`~puffin.iceberg.writes.append.write_data_files`)."""
     from pyiceberg.expressions import AlwaysTrue
 
-    lineage = table.metadata.format_version >= 3
-    schema = _file_schema(table) if lineage else table.schema()
+    if write_uuid is not None and len(groups) > 1:
+        raise ValueError("write_uuid names the files of one group; got several")
+    v3 = table.metadata.format_version >= 3
+    schema = _file_schema(table) if v3 else table.schema()
+    if v3 and lineage is None:
+        lineage = file_lineage(table, snapshot)
     reader = RowReader(
         table,
         table.schema(),
         AlwaysTrue(),
         True,
         index,
-        list(LINEAGE_COLUMNS) if lineage else [],
-        file_lineage(table, snapshot) if lineage else {},
+        list(LINEAGE_COLUMNS) if v3 else [],
+        dict(lineage or {}),
     )
     total = sum(p.record_count for files in groups.values() for p in files)
     added: list[DataFile] = []
@@ -92,7 +103,8 @@ def rewrite_files(
             else:
                 into = FileTarget(schema, None, None, target)
             batches = _batches(reader, files, bar, deleted)
-            new = write_data_files(table, _reader_of(schema, batches), into=into)
+            stream = _reader_of(schema, batches)
+            new = write_data_files(table, stream, into=into, write_uuid=write_uuid)
             written.extend(str(f.file_path) for f in new)
             added.extend(new)
     return added

@@ -1,0 +1,177 @@
+"""``puffin.spark.rewrite_data_files``: compaction whose files are written on Spark's
+executors leaves the rows, row ids, files removed and statistics the single-process
+compaction leaves (the model: the rows the sample table's Parquet files hold, less the
+deletes' conditions), and no file of its own behind when a task fails."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyiceberg")
+
+import puffin.spark as ps
+from iceberg_fixtures import make_catalog
+from puffin.errors import PythonWorkerError
+from puffin.iceberg import (
+    compute_table_statistics,
+    create_sample_table,
+    delete_rows,
+    read_table_statistics,
+    rewrite_data_files,
+    scan_table,
+    upgrade_to_v3,
+    verify_table,
+)
+from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.orphans import find_orphans
+from puffin.io.locations import local_path
+from puffin.spark.compact import pack
+
+pytestmark = pytest.mark.spark
+
+# The sample table's four files hold ids 0-749, 750-1499, 1500-2249 and 2250-2999.
+DELETES: list[tuple[str, Any]] = [
+    ("id < 100", lambda t: pc.less(t["id"], 100)),
+    (
+        "id >= 800 and id < 850",
+        lambda t: pc.and_(pc.greater_equal(t["id"], 800), pc.less(t["id"], 850)),
+    ),
+    ("id >= 2700", lambda t: pc.greater_equal(t["id"], 2700)),
+]
+LINEAGE = ("_row_id", "_last_updated_sequence_number")
+#: Files of about 44 KB are small against it (75 %): all four are rewritten, in three bins.
+TARGET = 60_000
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    try:
+        ps.check_java()
+    except ps.JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    session = ps.local_session("local[2]", memory="1g", shuffle_partitions=4)
+    yield session
+    session.stop()
+
+
+def _deleted(folder: Path, version: int = 3) -> tuple[Any, pa.Table]:
+    """The sample table with :data:`DELETES` applied (deletion vectors on v3, position-delete
+    files on v2), and the model of its rows."""
+    table = create_sample_table(make_catalog(folder), "db.t", rows=3000, files=4, seed=4)
+    model = pa.concat_tables(
+        pq.read_table(local_path(p.path)) for p in plan_files(table, table.current_snapshot())
+    )
+    if version == 3:
+        table = upgrade_to_v3(table)
+    else:  # deletes as Parquet position-delete files, not copy-on-write
+        with table.transaction() as tx:
+            tx.set_properties({"write.delete.mode": "merge-on-read"})
+        table = table.refresh()
+    compute_table_statistics(table, progress=False)
+    table = table.refresh()
+    for where, condition in DELETES:
+        table = delete_rows(table, where).table
+        model = model.filter(pc.invert(pc.fill_null(condition(model), False)))
+    return table, model.sort_by("id")
+
+
+def _rows(table: Any, lineage: bool) -> pa.Table:
+    fields = ("*", *LINEAGE) if lineage else ("*",)
+    return scan_table(table, selected_fields=fields).to_arrow().sort_by("id")
+
+
+def _removed(table: Any) -> list[tuple[int, int]]:
+    """The data files the current snapshot removed from its parent's, as (rows, bytes):
+    the two tables are built alike but their files are named by random uuids."""
+    current = table.current_snapshot()
+    parent = table.snapshot_by_id(current.parent_snapshot_id)
+    after = {p.path for p in plan_files(table, current)}
+    return sorted(
+        (p.record_count, p.data_file.file_size_in_bytes)
+        for p in plan_files(table, parent)
+        if p.path not in after
+    )
+
+
+@pytest.mark.parametrize("version", [3, 2])
+def test_the_same_rows_row_ids_and_files_as_local_compaction(
+    spark: Any, tmp_path: Path, version: int
+) -> None:
+    here, model = _deleted(tmp_path / "local", version)
+    there, _ = _deleted(tmp_path / "spark", version)
+    before = _rows(there, version == 3)
+    local = rewrite_data_files(here, target_file_size_bytes=TARGET)
+    result = ps.rewrite_data_files(spark, there, target_file_size_bytes=TARGET)
+    for field in ("rewritten_files", "rows", "dropped_deleted_rows", "removed_vectors",
+                  "statistics", "bytes_before"):  # fmt: skip
+        assert getattr(result, field) == getattr(local, field), field
+    assert result.rewritten_files == 4 and result.added_files >= 3  # a bin at least a file
+    table = result.table
+    assert table.current_snapshot().summary.operation.value == "replace"
+    rows = _rows(table, version == 3)
+    assert rows.equals(before)  # the same rows and, on v3, row ids
+    assert _rows(table, False).equals(model)
+    assert table.scan().to_arrow().sort_by("id").equals(model)  # pyiceberg's reader
+    assert _removed(table) == _removed(local.table)
+    assert verify_table(table).ok, verify_table(table).problems
+    assert not find_orphans(table)  # nothing of the job's left beside the table's files
+    assert read_table_statistics(table).snapshot_id == table.current_snapshot().snapshot_id
+
+
+def test_the_command_line_prints_what_table_compact_prints(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from puffin.cli import main
+    from puffin.iceberg import local_catalog
+
+    table, model = _deleted(tmp_path)
+    command = ["spark", "compact", "db.t", "--target-size", str(TARGET), "--no-statistics"]
+    assert main([*command, "--json", "--master", "local[2]", "--warehouse", str(tmp_path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "spark compact" and doc["snapshot_id"]
+    assert (doc["rewritten_files"], doc["rows"], doc["statistics"]) == (4, model.num_rows, "none")
+    table = local_catalog(tmp_path, create=False).load_table("db.t")
+    assert table.current_snapshot().snapshot_id == doc["snapshot_id"]
+    assert _rows(table, False).equals(model)
+    assert main([*command, "--master", "local[2]", "--warehouse", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.startswith("nothing to compact")
+
+
+def test_a_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: Path) -> None:
+    """A data file gone from disk fails the task of its bin, after the other bins wrote
+    theirs: the job commits nothing, and no file it wrote is left."""
+    table, _ = _deleted(tmp_path)
+    current = table.current_snapshot()
+    planned = plan_files(table, current)
+    bins = pack({(0, None): planned}, TARGET)
+    Path(local_path(bins[-1][1][-1].path)).unlink()
+    with pytest.raises(PythonWorkerError, match="FileNotFoundError"):
+        ps.rewrite_data_files(spark, table, target_file_size_bytes=TARGET)
+    table = table.refresh()
+    assert table.current_snapshot().snapshot_id == current.snapshot_id
+    assert not find_orphans(table)
+
+
+def test_bins_are_about_the_target_size() -> None:
+    class File:
+        def __init__(self, path: str, size: int) -> None:
+            self.path = path
+            self.data_file = type("DataFile", (), {"file_size_in_bytes": size})()
+
+    files = [File(f"f{i}", size) for i, size in enumerate([50, 40, 30, 30, 20, 10, 10, 10])]
+    bins = pack({(0, None): files, (1, "p"): files[:1]}, 70)  # type: ignore[dict-item]
+    sizes = [sum(f.data_file.file_size_in_bytes for f in chosen) for _, chosen in bins]
+    assert len(bins) == 3 + 1 and sorted(sizes[:3]) == [60, 70, 70]  # ceil(200 / 70) = 3
+    assert [key for key, _ in bins] == [(0, None)] * 3 + [(1, "p")]
+    for _, chosen in bins:
+        assert [f.path for f in chosen] == sorted(f.path for f in chosen)
+    assert sorted(f.path for _, chosen in bins[:3] for f in chosen) == sorted(f.path for f in files)
