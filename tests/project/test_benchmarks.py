@@ -46,6 +46,7 @@ REPORTS = {
     "bench_s3.py": "puffin, s3fs, every blob (read_all)",
     "bench_scan.py": "stream growth/rg",
     "bench_spark.py": "puffin engine=auto",
+    "bench_spark_compact.py": "local[1] / local[2]:",
     "bench_spark_java.py": "| java merge-on-read DELETE |",
     "bench_theta.py": "date-nodedupe",
     "bench_v2_deletes.py": "rewrite_position_delete_files:",

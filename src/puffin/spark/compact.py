@@ -52,6 +52,10 @@ __all__ = ["attempt_uuid", "pack", "rewrite_data_files"]
 
 #: What a task sends back: one row per new data file, pickled, with the attempt that wrote it.
 RESULT_SCHEMA = "bin int, attempt int, data_file binary"
+#: A bin's files are written into one file, rolled only past this many times the target (as
+#: Java's ``max-file-size-bytes`` default): the lineage columns a v3 rewrite adds would
+#: otherwise leave a small tail file after each bin.
+MAX_OF_TARGET = 1.8
 #: A bin: a partition's key and the files written again together.
 Bin = tuple[tuple[int, Any], list["PlannedFile"]]
 
@@ -133,7 +137,7 @@ class _SparkRewriter:
         # No shuffle: a retried stage would run a bin's attempt 0 again beside its first,
         # writing the same names. Spark slices the bins over its cores, in order.
         frame = self.spark.createDataFrame(_bin_rows(table, snapshot, bins))
-        task = _task(TableRef.of(table, snapshot), job, target)
+        task = _task(TableRef.of(table, snapshot), job, int(target * MAX_OF_TARGET))
         try:
             with python_tasks(self.spark):
                 rows = frame.mapInArrow(task, RESULT_SCHEMA).collect()
@@ -174,7 +178,7 @@ def _lineage_of(
 
 
 def _task(
-    ref: TableRef, job: uuid.UUID, target: int
+    ref: TableRef, job: uuid.UUID, roll: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: each bin of the task written again, its files named by
     the attempt; what the attempt wrote is removed if it fails."""
@@ -201,7 +205,7 @@ def _task(
                     key, files, lineage = pickle.loads(payload)
                     name = attempt_uuid(job, number, attempt)
                     new = rewrite_files(
-                        table, snapshot, deletes, {key: files}, target, written,
+                        table, snapshot, deletes, {key: files}, roll, written,
                         lineage=lineage, write_uuid=name,
                     )  # fmt: skip
                     yield pa.RecordBatch.from_pydict(
