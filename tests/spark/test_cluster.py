@@ -7,7 +7,9 @@ pyspark in ``.venv`` (no other download):
 On each, statistics (the ``arrow`` engine, so Python workers run), ``delete_rows`` committed
 and the v2 -> v3 migration give the same sketches and deletion vectors as the single-process
 library, byte for byte (which tests/spark/test_spark.py shows ``local[2]`` gives too), and
-deletion vectors equal to a model computed with pyarrow from the condition alone.
+deletion vectors equal to a model computed with pyarrow from the condition alone; a
+compaction written on the executors leaves the rows and row ids it found, and no orphan, as
+its single-process twin does (tests/spark/test_compact.py: the model, on ``local[2]``).
 
 Then the cluster as nodes that were not prepared: the worker's ``python3`` lacks this library.
 ``puffin spark dv --commit`` stops before any work with one line naming the executors'
@@ -239,6 +241,27 @@ out["migrated_v3"] = migrated.metadata.format_version == 3
 out["migrated_model"] = sorted(got) == sorted(deleted) and all(
     np.array_equal(got[p].to_numpy(), deleted[p]) for p in deleted
 )
+
+from puffin.iceberg import delete_rows, rewrite_data_files, scan_table, upgrade_to_v3
+from puffin.iceberg.verify.orphans import find_orphans
+
+def with_deletes(name):
+    twin = upgrade_to_v3(create_sample_table(catalog, name, rows=6000, files=4))
+    for where in ("id < 500", "id >= 5000"):
+        twin = delete_rows(twin, where).table
+    return twin
+
+def lineage(t):
+    fields = ("*", "_row_id", "_last_updated_sequence_number")
+    return scan_table(t, selected_fields=fields).to_arrow().sort_by("id")
+
+there, here = with_deletes("db.c"), with_deletes("db.c2")
+before = lineage(there)
+mine = ps.rewrite_data_files(spark, there, target_file_size_bytes=200_000)
+single = rewrite_data_files(here, target_file_size_bytes=200_000)
+out["compact_same_rows"] = lineage(mine.table).equals(before)
+out["compact_counts"] = [mine.rewritten_files, mine.rows, single.rewritten_files, single.rows]
+out["compact_orphans"] = len(find_orphans(mine.table))
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
@@ -262,6 +285,9 @@ def _expected(result: dict[str, Any]) -> None:
     assert result["stats_equal"] and result["stats_columns"] >= 9
     assert result["dv_files"] == 2 and result["dv_model"] and result["dv_bytes"]
     assert result["migrated_v3"] and result["migrated_model"]
+    # compaction written on the executors: the single-process twin's rows and row ids
+    assert result["compact_same_rows"] and result["compact_orphans"] == 0
+    assert result["compact_counts"] == [4, 5000, 4, 5000]
 
 
 def test_jobs_on_a_standalone_cluster(standalone: str, tmp_path: Path) -> None:

@@ -31,10 +31,10 @@ from puffin.iceberg import (
     upgrade_to_v3,
     verify_table,
 )
+from puffin.iceberg.maintenance.file_groups import pack
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.verify.orphans import find_orphans
 from puffin.io.locations import local_path
-from puffin.spark.compact import pack
 
 pytestmark = pytest.mark.spark
 
@@ -127,6 +127,17 @@ def test_the_same_rows_row_ids_and_files_as_local_compaction(
     assert read_table_statistics(table).snapshot_id == table.current_snapshot().snapshot_id
 
 
+def test_partial_progress_commits_each_batch_once_written(spark: Any, tmp_path: Path) -> None:
+    table, model = _deleted(tmp_path)
+    before = _rows(table, True)
+    result = ps.rewrite_data_files(
+        spark, table, target_file_size_bytes=TARGET, partial_progress_commits=2
+    )
+    assert (result.commits, result.failed_groups, result.rewritten_files) == (2, 0, 4)
+    assert _rows(result.table, True).equals(before) and _rows(result.table, False).equals(model)
+    assert not find_orphans(result.table)
+
+
 def test_the_command_line_prints_what_table_compact_prints(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -159,19 +170,3 @@ def test_a_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: 
     table = table.refresh()
     assert table.current_snapshot().snapshot_id == current.snapshot_id
     assert not find_orphans(table)
-
-
-def test_bins_are_about_the_target_size() -> None:
-    class File:
-        def __init__(self, path: str, size: int) -> None:
-            self.path = path
-            self.data_file = type("DataFile", (), {"file_size_in_bytes": size})()
-
-    files = [File(f"f{i}", size) for i, size in enumerate([50, 40, 30, 30, 20, 10, 10, 10])]
-    bins = pack({(0, None): files, (1, "p"): files[:1]}, 70)  # type: ignore[dict-item]
-    sizes = [sum(f.data_file.file_size_in_bytes for f in chosen) for _, chosen in bins]
-    assert len(bins) == 3 + 1 and sorted(sizes[:3]) == [60, 70, 70]  # ceil(200 / 70) = 3
-    assert [key for key, _ in bins] == [(0, None)] * 3 + [(1, "p")]
-    for _, chosen in bins:
-        assert [f.path for f in chosen] == sorted(f.path for f in chosen)
-    assert sorted(f.path for _, chosen in bins[:3] for f in chosen) == sorted(f.path for f in files)

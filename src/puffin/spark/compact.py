@@ -3,7 +3,8 @@
 The driver plans as the single-process compaction does
 (:func:`puffin.iceberg.maintenance.compact.compact`: the same options, the same files chosen,
 the same ``replace`` commit, retried the same way). The chosen files of each partition are
-packed into bins of about the target size by their bytes (:func:`pack`), and each bin is
+packed into bins of about the target size by their bytes
+(:func:`~puffin.iceberg.maintenance.file_groups.pack`), and each bin is
 written again on an executor by the same code as in one process
 (:func:`~puffin.iceberg.writes.rewrite.rewrite_files`: the one row reader, every delete
 applied, ``_row_id`` and ``_last_updated_sequence_number`` kept); the driver sends each bin's
@@ -19,11 +20,9 @@ that fails commits nothing.
 
 from __future__ import annotations
 
-import heapq
-import math
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from puffin.iceberg.maintenance.compact import (
     DEFAULT_MIN_DELETED_FRACTION,
@@ -32,6 +31,7 @@ from puffin.iceberg.maintenance.compact import (
     CompactResult,
     compact,
 )
+from puffin.iceberg.maintenance.file_groups import FileGroup, pack
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from puffin.iceberg.writes.rewrite import Groups
     from puffin.spark.file_tasks import TableRef
 
-__all__ = ["attempt_uuid", "pack", "rewrite_data_files"]
+__all__ = ["attempt_uuid", "rewrite_data_files"]
 
 #: What a task sends back: one row per new data file, pickled, with the attempt that wrote it.
 RESULT_SCHEMA = "bin int, attempt int, data_file binary"
@@ -56,8 +56,6 @@ RESULT_SCHEMA = "bin int, attempt int, data_file binary"
 #: Java's ``max-file-size-bytes`` default): the lineage columns a v3 rewrite adds would
 #: otherwise leave a small tail file after each bin.
 MAX_OF_TARGET = 1.8
-#: A bin: a partition's key and the files written again together.
-Bin = tuple[tuple[int, Any], list["PlannedFile"]]
 
 
 def rewrite_data_files(
@@ -71,13 +69,16 @@ def rewrite_data_files(
     statistics: str = "update",
     max_attempts: int = MAX_ATTEMPTS,
     progress: bool | None = False,
+    partial_progress_commits: int | None = None,
 ) -> CompactResult:
     """:func:`puffin.iceberg.rewrite_data_files` with the files written on Spark's executors:
     the same options, files chosen, rows, row ids and commit (see the module docstring).
 
-    Each bin of about ``target_file_size_bytes`` of input is one task, so a table smaller
-    than the target is one task; a smaller target spreads it over more cores, as it would
-    give Java's ``rewrite_data_files`` more output files to write at once.
+    Each file group (a bin of about ``target_file_size_bytes`` of input) is one task, so a
+    table smaller than the target is one task: a smaller target spreads it over more cores,
+    as it would give Java's ``rewrite_data_files`` more output files to write at once. With
+    ``partial_progress_commits`` each batch of groups is a Spark job of its own, committed
+    once written.
 
     Example::
 
@@ -88,26 +89,9 @@ def rewrite_data_files(
     """
     options = CompactOptions(
         where, min_deleted_fraction, min_input_files, target_file_size_bytes, statistics,
-        max_attempts, progress,
+        max_attempts, progress, partial_progress_commits,
     )  # fmt: skip
     return compact(table, _SparkRewriter(spark), options)
-
-
-def pack(groups: Groups, target: int) -> list[Bin]:
-    """Each group's files dealt into ``ceil(bytes / target)`` bins of about equal bytes
-    (the largest file first into the lightest bin), each bin's files in path order."""
-    bins: list[Bin] = []
-    for key, files in groups.items():
-        total = sum(int(p.data_file.file_size_in_bytes) for p in files)
-        count = max(1, min(len(files), math.ceil(total / target)))
-        heap = [(0, i) for i in range(count)]
-        chosen: list[list[PlannedFile]] = [[] for _ in range(count)]
-        for p in sorted(files, key=lambda p: -int(p.data_file.file_size_in_bytes)):
-            size, i = heapq.heappop(heap)
-            chosen[i].append(p)
-            heapq.heappush(heap, (size + int(p.data_file.file_size_in_bytes), i))
-        bins.extend((key, sorted(c, key=lambda p: p.path)) for c in chosen if c)
-    return bins
 
 
 def attempt_uuid(job: uuid.UUID, bin_number: int, attempt: int) -> uuid.UUID:
@@ -151,7 +135,7 @@ class _SparkRewriter:
         return added
 
 
-def _bin_rows(table: Table, snapshot: Snapshot, bins: Sequence[Bin]) -> pa.Table:
+def _bin_rows(table: Table, snapshot: Snapshot, bins: Sequence[FileGroup]) -> pa.Table:
     """A row per bin: its number and, pickled, its key, files and their row lineage (read
     once here: a task then reads no manifest)."""
     import pickle

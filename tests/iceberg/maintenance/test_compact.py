@@ -1,6 +1,7 @@
 """``rewrite_data_files``: data files with deleted rows (and small files) written again
 without them; rows as a model computed without any Iceberg reader says, row lineage kept,
-statistics exact afterwards."""
+statistics exact afterwards; with partial progress, the file groups committed in batches, a
+failed batch leaving its files, an interrupt after a commit saying what landed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 pytest.importorskip("pyiceberg")
 
 from iceberg_fixtures import make_catalog
-from puffin.errors import UsageError
+from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg import (
     compute_table_statistics,
     create_sample_table,
@@ -27,9 +28,12 @@ from puffin.iceberg import (
     upgrade_to_v3,
     verify_table,
 )
+from puffin.iceberg.maintenance.compact import CompactOptions, compact
 from puffin.iceberg.metadata.delete_files import live_delete_files
 from puffin.iceberg.scan.lineage import LAST_UPDATED_FIELD_ID, ROW_ID_FIELD_ID
 from puffin.iceberg.scan.plan import plan_files
+from puffin.iceberg.verify.orphans import find_orphans
+from puffin.iceberg.writes.rewrite import rewrite_files
 from puffin.io.locations import local_path
 
 # Deletes as row filters and as pyarrow conditions (the model). The four files of the
@@ -198,3 +202,74 @@ def test_a_delete_opens_only_files_whose_metrics_allow_a_match(
     opened.clear()
     table = delete_rows(table, "category = 5").table  # no id bound: every file may match
     assert len(opened) == 4
+
+
+# --- partial progress: the file groups committed in batches (Java's partial-progress) ---
+
+
+#: The four files (about 44 KB each) fall into four groups of one file; two batches of two.
+OPTIONS: dict[str, Any] = {
+    "min_deleted_fraction": 0.0,
+    "target_file_size_bytes": 50_000,
+    "statistics": "none",
+    "partial_progress_commits": 2,
+}
+
+
+def _paths(table: Any) -> set[str]:
+    return {p.path for p in plan_files(table, table.current_snapshot())}
+
+
+def test_each_batch_of_groups_is_a_commit(tmp_path: Path) -> None:
+    table, model = _deleted(tmp_path, statistics=False)
+    lineage, before = _lineage(table), table.current_snapshot().snapshot_id
+    result = rewrite_data_files(table, **OPTIONS)
+    assert (result.commits, result.failed_groups, result.rewritten_files) == (2, 0, 4)
+    assert result.rows == model.num_rows and result.first_failure == ""
+    table = result.table
+    first = table.snapshot_by_id(table.current_snapshot().parent_snapshot_id)
+    assert first.parent_snapshot_id == before
+    for snapshot in (first, table.current_snapshot()):
+        assert snapshot.summary.operation.value == "replace"
+        assert snapshot.summary["deleted-data-files"] == "2"
+    assert scan_table(table).to_arrow().sort_by("id").equals(model)
+    assert _lineage(table) == lineage
+    assert verify_table(table).ok
+
+
+def test_a_failed_batch_leaves_its_files_and_the_other_commits(tmp_path: Path) -> None:
+    table, _ = _deleted(tmp_path, statistics=False)
+    files = sorted(_paths(table))
+    Path(local_path(files[-1])).unlink()  # its batch cannot be read
+    result = rewrite_data_files(table, **OPTIONS, max_attempts=1)
+    assert (result.commits, result.failed_groups, result.rewritten_files) == (1, 2, 2)
+    assert result.first_failure.startswith("TableFileNotFoundError: ")
+    assert str(local_path(files[-1])) in result.first_failure
+    left = _paths(result.table)
+    assert files[-1] in left and len(left & set(files)) == 2  # the failed batch's, as they were
+    assert not find_orphans(result.table)  # what the failed batch wrote is gone
+
+
+def test_an_interrupt_after_a_commit_says_what_landed(tmp_path: Path) -> None:
+    table, _ = _deleted(tmp_path, statistics=False)
+    calls: list[int] = []
+
+    def interrupted(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return rewrite_files(*args)
+
+    options = CompactOptions(**OPTIONS)
+    with pytest.raises(InterruptedAfterCommit) as caught:
+        compact(table, interrupted, options)
+    table = table.refresh()
+    assert caught.value.snapshot_id == table.current_snapshot().snapshot_id
+    assert "2 file groups not compacted" in str(caught.value)
+    assert not find_orphans(table)
+
+
+def test_commits_must_be_at_least_one(tmp_path: Path) -> None:
+    table, _ = _deleted(tmp_path, statistics=False)
+    with pytest.raises(UsageError, match="partial_progress_commits"):
+        rewrite_data_files(table, partial_progress_commits=0)

@@ -125,6 +125,13 @@ def add_compact_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-statistics", action="store_true", help="leave the table's statistics as they are"
     )
+    parser.add_argument(
+        "--partial-progress",
+        type=int,
+        metavar="N",
+        help="commit the file groups in up to N snapshots, each once written (Java's "
+        "partial-progress.max-commits); a failed batch leaves its files and the others go on",
+    )
 
 
 def compact_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -136,6 +143,7 @@ def compact_options(args: argparse.Namespace) -> dict[str, Any]:
         "target_file_size_bytes": _size(args.target_size),
         "statistics": "none" if args.no_statistics else "update",
         "progress": args.progress,
+        "partial_progress_commits": args.partial_progress,
     }
 
 
@@ -214,8 +222,13 @@ def report_compaction(args: argparse.Namespace, command: str, r: Any) -> int:
     ]
     if r.statistics != "none":
         done.append(f"  statistics: {r.statistics}")
+    if r.commits > 1 or r.failed_groups:
+        done.append(f"  in {r.commits} commits; {r.failed_groups} file group(s) failed")
+    if r.failed_groups:
+        done.append(f"  first failure: {r.first_failure}")
     nothing = "nothing to compact (see --min-deleted and --min-input-files)"
-    return _report(args, command, r, nothing, done)
+    _report(args, command, r, nothing, done)
+    return 1 if r.failed_groups else 0  # the rest is committed: the table is whole
 
 
 def _run_rewrite_manifests(args: argparse.Namespace, table: Any) -> int:

@@ -20,6 +20,8 @@ live row once and makes them exact.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.rows import require_v2_or_v3
+from puffin.iceberg.maintenance.file_groups import FileGroup, pack
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
 from puffin.iceberg.metadata.delete_files import (
     DeleteIndex,
@@ -84,12 +87,25 @@ class CompactResult:
     attempts: int = 1
     #: equality delete files removed: none of the files left is theirs to delete from
     removed_equality_deletes: int = 0
+    #: snapshots committed (more than one with partial progress), and file groups whose
+    #: batch failed (with partial progress; their files are left as they were)
+    commits: int = 1
+    failed_groups: int = 0
+    #: the first failed batch's error, one line ("" if none failed)
+    first_failure: str = ""
 
 
 @dataclass(frozen=True)
 class _Choice:
     groups: dict[tuple[int, Any], list[PlannedFile]]
     deleted: dict[str, int]
+
+    def among(self, paths: frozenset[str]) -> _Choice:
+        """Only the chosen files at ``paths`` (a batch of file groups)."""
+        groups = {key: [p for p in files if p.path in paths] for key, files in self.groups.items()}
+        kept = {key: files for key, files in groups.items() if files}
+        deleted = {path: n for path, n in self.deleted.items() if path in paths}
+        return _Choice(kept, deleted)
 
 
 #: What writes the chosen files again: ``(table, snapshot, deletes, groups, target size,
@@ -110,10 +126,15 @@ class CompactOptions:
     statistics: str = "update"
     max_attempts: int = MAX_ATTEMPTS
     progress: bool | None = False
+    partial_progress_commits: int | None = None
 
     def __post_init__(self) -> None:
         _check(self.min_deleted_fraction, self.min_input_files, self.target_file_size_bytes,
                self.statistics)  # fmt: skip
+        if self.partial_progress_commits is not None and self.partial_progress_commits < 1:
+            raise UsageError(
+                f"partial_progress_commits must be at least 1: {self.partial_progress_commits}"
+            )
 
 
 def rewrite_data_files(
@@ -126,6 +147,7 @@ def rewrite_data_files(
     statistics: str = "update",
     max_attempts: int = MAX_ATTEMPTS,
     progress: bool | None = False,
+    partial_progress_commits: int | None = None,
 ) -> CompactResult:
     """Rewrite the data files with deleted rows (and small files) without those rows.
 
@@ -138,6 +160,11 @@ def rewrite_data_files(
     against the table as it is then. ``statistics="update"`` keeps the table's statistics
     with the new snapshot (see the module docstring); ``"none"`` leaves them.
 
+    ``partial_progress_commits=N`` commits the file groups (:mod:`.file_groups`) in up to N
+    snapshots, each as soon as its files are written, as Java's ``partial-progress.enabled``
+    with ``partial-progress.max-commits``: a failed batch leaves its files as they were and
+    the others go on (``failed_groups``); if none commits, its error is raised.
+
     Example::
 
         result = rewrite_data_files(table, min_deleted_fraction=0.1)
@@ -145,7 +172,7 @@ def rewrite_data_files(
     """
     options = CompactOptions(
         where, min_deleted_fraction, min_input_files, target_file_size_bytes, statistics,
-        max_attempts, progress,
+        max_attempts, progress, partial_progress_commits,
     )  # fmt: skip
 
     def here(
@@ -164,15 +191,21 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
     row_filter = None if options.where is None else check_where(table, options.where)
     target = options.target_file_size_bytes or target_file_size(table)
 
-    def attempt(table: Table, number: int, written: list[str]) -> CompactResult:
+    def choose(table: Table, snapshot: Snapshot) -> tuple[DeleteFilter, list[PlannedFile], _Choice]:
+        index = DeleteFilter(table, snapshot)
+        planned = _planned(table, row_filter)
+        fraction, inputs = options.min_deleted_fraction, options.min_input_files
+        return index, planned, _choose(index, planned, fraction, inputs, target)
+
+    def attempt(
+        table: Table, number: int, written: list[str], only: frozenset[str] | None = None
+    ) -> CompactResult:
         snapshot = table.current_snapshot()
         if snapshot is None:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        index = DeleteFilter(table, snapshot)
-        planned = _planned(table, row_filter)
-        choice = _choose(
-            index, planned, options.min_deleted_fraction, options.min_input_files, target
-        )
+        index, planned, choice = choose(table, snapshot)
+        if only is not None:
+            choice = choice.among(only)
         if not choice.groups:
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
         added = rewriter(table, snapshot, index, choice.groups, target, written)
@@ -180,7 +213,12 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
         dropped = _unapplied_equality_deletes(table, snapshot, choice, whole)
         return _commit(table, snapshot, choice, added, written, number, dropped)
 
-    result = with_retries(table, attempt, options.max_attempts)
+    snapshot = table.current_snapshot()
+    if options.partial_progress_commits is None or snapshot is None:
+        result = with_retries(table, attempt, options.max_attempts)
+    else:
+        groups = pack(choose(table, snapshot)[2].groups, target)
+        result = _in_batches(table, attempt, groups, options)
     if result.snapshot_id is None or options.statistics == "none":
         return result
     try:
@@ -190,6 +228,63 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
     except KeyboardInterrupt as exc:
         left = statistics_left(result.table)
         raise InterruptedAfterCommit(result.snapshot_id, result.table, left) from exc
+
+
+def _in_batches(
+    table: Table,
+    attempt: Callable[..., CompactResult],
+    groups: list[FileGroup],
+    options: CompactOptions,
+) -> CompactResult:
+    """The file ``groups`` committed in up to ``partial_progress_commits`` batches, each an
+    attempt of its own among its files (chosen again on the table as it then is)."""
+    from functools import partial
+
+    assert options.partial_progress_commits is not None
+    size = math.ceil(len(groups) / options.partial_progress_commits) if groups else 1
+    batches = [groups[i : i + size] for i in range(0, len(groups), size)]
+    results: list[CompactResult] = []
+    failed: list[tuple[int, BaseException]] = []
+    for batch in batches:
+        only = frozenset(p.path for _, files in batch for p in files)
+        try:
+            done = with_retries(table, partial(attempt, only=only), options.max_attempts)
+        except KeyboardInterrupt as exc:
+            if not results:
+                raise
+            left = f"{len(groups) - sum(len(b) for b in batches[: len(results)])} file groups"
+            raise InterruptedAfterCommit(results[-1].snapshot_id, results[-1].table,
+                                         f"{left} not compacted") from exc  # fmt: skip
+        except Exception as exc:  # Java's partial progress goes on with the other groups
+            failed.append((len(batch), exc))
+            continue
+        if done.snapshot_id is not None:
+            results.append(done)
+            table = done.table
+    if not results:
+        if failed:
+            raise failed[0][1]
+        return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, commits=0)
+    summed = _summed(results, sum(n for n, _ in failed))
+    if not failed:
+        return summed
+    error = failed[0][1]
+    line = (str(error).strip().splitlines() or [""])[0]
+    return dataclasses.replace(summed, first_failure=f"{type(error).__name__}: {line}")
+
+
+def _summed(results: list[CompactResult], failed_groups: int) -> CompactResult:
+    """The batches' results as one: the last snapshot, the counts added up."""
+    last = results[-1]
+    counted = (
+        "rewritten_files", "added_files", "rows", "dropped_deleted_rows", "removed_vectors",
+        "bytes_before", "bytes_after", "removed_equality_deletes",
+    )  # fmt: skip
+    sums = {name: sum(getattr(r, name) for r in results) for name in counted}
+    attempts = max(r.attempts for r in results)
+    return dataclasses.replace(
+        last, **sums, attempts=attempts, commits=len(results), failed_groups=failed_groups
+    )
 
 
 def _check(fraction: float, inputs: int, target: int | None, statistics: str) -> None:
@@ -300,8 +395,6 @@ def _with_statistics(result: CompactResult, progress: bool | None) -> CompactRes
     """The new snapshot's statistics: the parent's sketches carried when they were exact
     (a replace changes no row), computed again from the live rows when they were upper
     bounds (a full computation applies every delete: exact)."""
-    import dataclasses
-
     from puffin.iceberg.statistics.compute import compute_table_statistics
     from puffin.iceberg.statistics.files import NDV_UPPER_BOUND, read_table_statistics
     from puffin.iceberg.statistics.update import (
