@@ -134,8 +134,12 @@ _cached_bytes = 0
 
 
 def _estimate(entries: list[ManifestEntry]) -> int:
-    """Bytes the decoded ``entries`` hold, about: a base and each column's statistics."""
-    return sum(1024 + 768 * len(e.data_file.value_counts or {}) for e in entries)
+    """Bytes the decoded ``entries`` hold, about: a base and each column's statistics, the
+    columns counted on the first entry (the entries of a manifest share a schema; counting
+    each entry's built a dict of every one of them, 5 % of a cold plan)."""
+    if not entries:
+        return 0
+    return len(entries) * (1024 + 768 * len(entries[0].data_file.value_counts or {}))
 
 
 def _cached(io: FileIO, manifest: ManifestFile) -> _Record:

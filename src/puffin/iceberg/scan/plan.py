@@ -98,9 +98,10 @@ _SET_FILE, _SET_DELETES, _SET_EQUALITY, _SET_SEQUENCE, _SET_SEQUENCES = (
 def _with_deletes(
     data_file: DataFile, deletes: Sequence[DataFile], sequence: int
 ) -> PlannedFile:
-    """``PlannedFile(data_file, deletes, (), sequence)``, made through its slots: a frozen
-    dataclass's ``__init__`` (``object.__setattr__`` by name, a field at a time) took a
-    quarter of a warm plan of 20,000 files with 5,000 vectors."""
+    """``PlannedFile(data_file, deletes, (), sequence)``, made through its slots (plans make
+    one per file with deletes, digests one per data file): a frozen dataclass's
+    ``__init__`` (``object.__setattr__`` by name, a field at a time) took a quarter of a
+    warm plan of 20,000 files with 5,000 vectors."""
     planned = object.__new__(PlannedFile)
     _SET_FILE(planned, data_file)
     _SET_DELETES(planned, deletes)
@@ -291,7 +292,7 @@ def _digest(entries: Iterable[ManifestEntry]) -> _Digest:
         empty = empty or data_file.record_count == 0
         if content == DataFileContent.DATA:
             sequence = data_sequence(entry)
-            planned = PlannedFile(data_file, (), (), sequence)
+            planned = _with_deletes(data_file, (), sequence)
             path = str(data_file.file_path).encode().decode()  # a copy: see below
             data.append((path, data_file, sequence, planned))
         elif content in (DataFileContent.POSITION_DELETES, DataFileContent.EQUALITY_DELETES):
