@@ -1,4 +1,5 @@
-"""``puffin spark stats|dv|migrate-deletes|convert-equality-deletes|compact``: the Spark jobs.
+"""``puffin spark stats|dv|migrate-deletes|convert-equality-deletes`` (and, from
+:mod:`.cli_maintenance`, ``compact|expire``): the Spark jobs.
 
 :func:`register_cli` is the ``puffin`` command's plugin hook.  This module is imported only
 by the command line, so ``import puffin.spark`` stays free of argparse; pyspark and
@@ -12,16 +13,16 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from puffin.blobs.standard import NDV
 from puffin.cli.output import print_json
 from puffin.errors import IntegrationError, MissingDependencyError, PuffinError, UsageError
 from puffin.iceberg.cli.deletes import written_files, written_line
-from puffin.iceberg.cli.rewrites import add_compact_options
 from puffin.spark._java import check_java, local_session, log_directory
 from puffin.spark._progress import JobProgress
+from puffin.spark.cli_maintenance import add_maintenance_commands
 from puffin.spark.deletes import (
     delete_rows,
     deletion_vectors_for,
@@ -53,6 +54,7 @@ examples:
   puffin spark migrate-deletes db.events             v2 position deletes -> deletion vectors
   puffin spark migrate-deletes db.events --commit    ... committed: the table becomes v3
   puffin spark compact db.events --target-size 128MB  files written again on the executors
+  puffin spark expire db.events --older-than 7d       the expired files deleted there too
   puffin spark convert-equality-deletes db.cdc        equality deletes -> deletion vectors
   puffin spark stats prod.db.events --catalog prod --master spark://host:7077
 
@@ -96,13 +98,14 @@ def register_cli(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     stats.add_argument("--no-commit", action="store_true", help="write the file, do not commit")
     stats.set_defaults(func=_cli_stats)
     _add_delete_commands(commands, parents)
+    add_maintenance_commands(commands, parents, _command, _run_job)
 
 
 def _add_delete_commands(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     parents: list[argparse.ArgumentParser],
 ) -> None:
-    """``dv``, ``migrate-deletes``, ``convert-equality-deletes`` and ``compact``."""
+    """``dv``, ``migrate-deletes`` and ``convert-equality-deletes``."""
     dv = _command(
         commands, "dv", parents, "write deletion vectors for the rows matching a condition"
     )
@@ -152,14 +155,6 @@ def _add_delete_commands(
         "replace the table's equality deletes by deletion vectors, keys matched on Spark",
     )
     convert.set_defaults(func=_cli_convert)
-    compact = _command(
-        commands,
-        "compact",
-        parents,
-        "rewrite data files with deleted rows (and small files), written on the executors",
-    )
-    add_compact_options(compact)
-    compact.set_defaults(func=_cli_compact)
 
 
 def _shared_options() -> argparse.ArgumentParser:
@@ -401,15 +396,11 @@ def _cli_convert(args: argparse.Namespace) -> int:
     return report_conversion(args, f"spark {args.spark_command}", result)
 
 
-def _cli_compact(args: argparse.Namespace) -> int:
-    from puffin.iceberg.cli.rewrites import compact_options, report_compaction
-    from puffin.spark.compact import rewrite_data_files
 
-    if args.snapshot_id is not None:
-        raise UsageError("compact works on the current snapshot only")
+def _run_job(args: argparse.Namespace, job: Callable[[SparkSession, Table], Any]) -> Any:
+    """``job(spark, table)`` for a command: the session opened, Spark's progress shown,
+    other libraries' errors made one line (what :mod:`.cli_maintenance`'s commands run)."""
     with _cli_errors(), JobProgress(enabled=args.progress) as progress:
         spark, table = _cli_open(args, progress)
         with progress.watching(spark):
-            options = {**compact_options(args), "progress": False}  # Spark's progress line
-            result = rewrite_data_files(spark, table, **options)
-    return report_compaction(args, f"spark {args.spark_command}", result)
+            return job(spark, table)

@@ -51,15 +51,7 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         help="remove old snapshots and delete the files only they reached",
         epilog=_EPILOG_EXPIRE,
     )
-    expire.add_argument("--older-than", metavar="AGE", help="e.g. 5d, 12h (default: 5d)")
-    expire.add_argument("--retain-last", type=int, metavar="N", help="ancestors kept (1)")
-    expire.add_argument(
-        "--allow-prefix",
-        action="append",
-        default=[],
-        metavar="PREFIX",
-        help="a location outside the table whose files may be deleted too (repeatable)",
-    )
+    add_expire_options(expire)
     clean = commands.add(
         "remove-orphans",
         _run_clean,
@@ -75,6 +67,30 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         action="store_true",
         help="let --delete use an --older-than under 24 hours (only when no writer runs)",
     )
+
+
+def add_expire_options(parser: argparse.ArgumentParser) -> None:
+    """What ``puffin table expire`` and ``puffin spark expire`` both take."""
+    parser.add_argument("--older-than", metavar="AGE", help="e.g. 5d, 12h (default: 5d)")
+    parser.add_argument("--retain-last", type=int, metavar="N", help="ancestors kept (1)")
+    parser.add_argument(
+        "--allow-prefix",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="a location outside the table whose files may be deleted too (repeatable)",
+    )
+
+
+def expire_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`add_expire_options`, as ``expire_snapshots`` takes them."""
+    from puffin.iceberg.metadata.retention import parse_age
+
+    return {
+        "older_than": parse_age(args.older_than) if args.older_than else None,
+        "retain_last": args.retain_last,
+        "allow_prefixes": args.allow_prefix,
+    }
 
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:
@@ -127,15 +143,16 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
 
 def _run_expire(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.expire import expire_snapshots
-    from puffin.iceberg.metadata.retention import parse_age
 
-    age = parse_age(args.older_than) if args.older_than else None
-    result = expire_snapshots(
-        table, older_than=age, retain_last=args.retain_last, allow_prefixes=args.allow_prefix
-    )
+    return report_expiry(args, "table expire", expire_snapshots(table, **expire_options(args)))
+
+
+def report_expiry(args: argparse.Namespace, command: str, result: Any) -> int:
+    """What ``puffin table|spark expire`` did (an ``ExpireResult``), in lines or as the JSON
+    document ``command`` (docs/cli.md)."""
     if args.json:
         print_json(
-            "table expire",
+            command,
             {
                 "table": args.table,
                 "expired_snapshot_ids": result.expired_snapshot_ids,

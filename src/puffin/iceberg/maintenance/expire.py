@@ -12,7 +12,7 @@ table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +35,20 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
 
-__all__ = ["ExpireResult", "expire_snapshots"]
+__all__ = ["Deleter", "ExpireResult", "delete_here", "expire_snapshots"]
 
 MAX_ATTEMPTS = 4
+
+#: What deletes the files only expired snapshots reached, ``(location, kind)`` each, every
+#: one through the guard ``Deletions`` (:func:`delete_here` in this process; Spark executors
+#: for :func:`puffin.spark.expire_snapshots`).
+Deleter = Callable[[Deletions, Sequence[tuple[str, str]]], None]
+
+
+def delete_here(deletions: Deletions, files: Sequence[tuple[str, str]]) -> None:
+    """Each of ``files`` deleted in this process, through the guard."""
+    for location, kind in files:
+        deletions.delete(location, kind)
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,7 @@ def expire_snapshots(
     older_than: OlderThan | None = None,
     retain_last: int | None = None,
     allow_prefixes: Iterable[str] = (),
+    deleter: Deleter = delete_here,
 ) -> ExpireResult:
     """Remove the snapshots older than ``older_than`` and delete the files only they reached.
 
@@ -72,7 +84,7 @@ def expire_snapshots(
     ``history.expire.min-snapshots-to-keep``, else 1).
     Snapshots that branches and tags point at are kept. ``allow_prefixes``: locations
     outside the table whose files may be deleted too (another table's folder is never
-    deleted from otherwise).
+    deleted from otherwise). ``deleter`` deletes the files (in this process by default).
 
     Example::
 
@@ -114,7 +126,7 @@ def expire_snapshots(
     removed = sorted({s.snapshot_id for s in old.snapshots} - now)
     deletions = Deletions(committed, TableLocations.of(committed, allow_prefixes))
     if removed:
-        _delete_unreached(table, committed, old, deletions)
+        _delete_unreached(table, committed, old, deletions, deleter)
     return ExpireResult(
         committed,
         removed,
@@ -124,7 +136,7 @@ def expire_snapshots(
 
 
 def _delete_unreached(
-    table: Table, committed: Table, old: TableMetadata, deletions: Deletions
+    table: Table, committed: Table, old: TableMetadata, deletions: Deletions, deleter: Deleter
 ) -> None:
     """Delete what only the expired snapshots reached. What the table reaches now is read
     after the commit, so a file a concurrent commit has just made reachable again is kept,
@@ -140,9 +152,12 @@ def _delete_unreached(
             if n.metadata is not None:
                 live |= reachable_files(current, n.metadata)
         kept = {location_key(p) for p in live}
-        for location in sorted(reachable_files(table, old)):
-            if location_key(location) not in kept:
-                deletions.delete(location, kind_of(location))
+        unreached = [
+            (location, kind_of(location))
+            for location in sorted(reachable_files(table, old))
+            if location_key(location) not in kept
+        ]
+        deleter(deletions, unreached)
     except KeyboardInterrupt as exc:  # the expiry stands; what is left is orphans
         snapshot = committed.current_snapshot()
         raise InterruptedAfterCommit(

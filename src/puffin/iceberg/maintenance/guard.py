@@ -95,6 +95,15 @@ class Deletions:
             pass
         os.remove(aside)
 
+    def add(self, other: Deletions) -> None:
+        """What ``other`` deleted and skipped, counted here too (the deletes a Spark task
+        made through its own guard)."""
+        for kind, (files, size) in other.deleted.items():
+            tally = self.deleted.setdefault(kind, [0, 0])
+            tally[0] += files
+            tally[1] += size
+        self.skipped_outside_table.extend(other.skipped_outside_table)
+
     def _count(self, kind: str, size: int) -> None:
         tally = self.deleted.setdefault(kind, [0, 0])
         tally[0] += 1

@@ -1,7 +1,10 @@
-"""``puffin.spark.rewrite_data_files``: compaction whose files are written on Spark's
-executors leaves the rows, row ids, files removed and statistics the single-process
-compaction leaves (the model: the rows the sample table's Parquet files hold, less the
-deletes' conditions), and no file of its own behind when a task fails."""
+"""Maintenance on Spark's executors against its single-process twin on a twin table.
+
+``puffin.spark.rewrite_data_files``: compaction whose files are written on the executors
+leaves the rows, row ids, files removed and statistics the single-process compaction leaves
+(the model: the rows the sample table's Parquet files hold, less the deletes' conditions),
+and no file of its own behind when a task fails. ``puffin.spark.expire_snapshots``: the
+same snapshots expired and the same files deleted, by kind and bytes."""
 
 from __future__ import annotations
 
@@ -170,3 +173,42 @@ def test_a_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: 
     table = table.refresh()
     assert table.current_snapshot().snapshot_id == current.snapshot_id
     assert not find_orphans(table)
+
+
+def test_expiry_deletes_on_the_executors_what_local_expiry_deletes(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four snapshots (deletes, a compaction) expired to the last: the same snapshots and
+    files go, by kind and bytes, as the single-process expiry's on a twin table; through
+    the command line too."""
+    from datetime import timedelta
+
+    from puffin.cli import main
+    from puffin.iceberg import expire_snapshots, local_catalog
+
+    tables = []
+    for name in ("local", "spark", "cli"):
+        table, model = _deleted(tmp_path / name)
+        tables.append(rewrite_data_files(table, target_file_size_bytes=TARGET).table)
+    here = expire_snapshots(tables[0], older_than=timedelta(0), retain_last=1)
+    there = ps.expire_snapshots(spark, tables[1], older_than=timedelta(0), retain_last=1)
+    assert len(there.expired_snapshot_ids) == len(here.expired_snapshot_ids) >= 4
+    assert _files_by_kind(there.deleted) == _files_by_kind(here.deleted)
+    assert there.deleted_files > 10
+    assert not there.skipped_outside_table
+    assert _rows(there.table, False).equals(model)
+    assert verify_table(there.table).ok and not find_orphans(there.table)
+    command = ["spark", "expire", "db.t", "--older-than", "0s", "--json"]
+    assert main([*command, "--master", "local[2]", "--warehouse", str(tmp_path / "cli")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "spark expire"
+    deleted = {k: (v["files"], v["bytes"]) for k, v in doc["deleted"].items()}
+    assert _files_by_kind(deleted) == _files_by_kind(here.deleted)
+    table = local_catalog(tmp_path / "cli", create=False).load_table("db.t")
+    assert _rows(table, False).equals(model)
+
+
+def _files_by_kind(deleted: dict[str, tuple[int, int]]) -> dict[str, Any]:
+    """Files deleted by kind, with bytes for data files: the other files of twin tables
+    differ by a few bytes (the snapshot ids and uuids they record)."""
+    return {k: (n, b if k == "data" else None) for k, (n, b) in deleted.items()}

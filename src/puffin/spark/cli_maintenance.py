@@ -1,0 +1,69 @@
+"""``puffin spark compact|expire``: keeping a table healthy with the work on Spark's executors.
+
+Each command takes the options of its ``puffin table`` twin and prints the same lines and
+JSON document (command ``spark ...``); :mod:`puffin.spark.cli` registers them and opens the
+session (its ``run``), so this module does not import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from puffin.errors import UsageError
+from puffin.iceberg.cli.maintenance import add_expire_options, expire_options, report_expiry
+from puffin.iceberg.cli.rewrites import add_compact_options, compact_options, report_compaction
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    from pyiceberg.table import Table
+    from pyspark.sql import SparkSession
+
+__all__ = ["add_maintenance_commands"]
+
+#: ``run(args, job)``: ``job(spark, table)`` with the command's session and table.
+Runner = Callable[[argparse.Namespace, Callable[["SparkSession", "Table"], Any]], Any]
+#: ``command(commands, name, parents, help)``: a subcommand taking a table identifier.
+Command = Callable[..., argparse.ArgumentParser]
+
+
+def add_maintenance_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+    command: Command,
+    run: Runner,
+) -> None:
+    """Add ``compact`` and ``expire`` to ``puffin spark``."""
+    compact = command(
+        commands,
+        "compact",
+        parents,
+        "rewrite data files with deleted rows (and small files), written on the executors",
+    )
+    add_compact_options(compact)
+    compact.set_defaults(func=lambda args: _compact(args, run))
+    expire = command(
+        commands, "expire", parents, "expire old snapshots, their files deleted on the executors"
+    )
+    add_expire_options(expire)
+    expire.set_defaults(func=lambda args: _expire(args, run))
+
+
+def _compact(args: argparse.Namespace, run: Runner) -> int:
+    from puffin.spark.compact import rewrite_data_files
+
+    if args.snapshot_id is not None:
+        raise UsageError("compact works on the current snapshot only")
+    options = {**compact_options(args), "progress": False}  # Spark's progress line instead
+    result = run(args, lambda spark, table: rewrite_data_files(spark, table, **options))
+    return report_compaction(args, f"spark {args.spark_command}", result)
+
+
+def _expire(args: argparse.Namespace, run: Runner) -> int:
+    from puffin.spark.file_deletes import expire_snapshots
+
+    if args.snapshot_id is not None:
+        raise UsageError("expire works on the table's history, not one snapshot")
+    options = expire_options(args)
+    result = run(args, lambda spark, table: expire_snapshots(spark, table, **options))
+    return report_expiry(args, f"spark {args.spark_command}", result)

@@ -1,0 +1,132 @@
+"""A maintenance job's file deletes spread over Spark's executors: :func:`expire_snapshots`.
+
+The driver decides what to delete, as the single-process job does (for an expiry: the commit
+first, then the files only the expired snapshots reached, read again after the commit). The
+locations go to the executors in slices; each task loads the table's metadata once and
+deletes its slice through its own :class:`~puffin.iceberg.maintenance.guard.Deletions` (the
+one guard: a file outside the table's locations is skipped and reported, never deleted),
+and sends back what it deleted by kind and what it skipped, which the driver adds up. A
+warehouse of millions of files is then deleted at the speed of every executor's store
+client at once, not one process's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from puffin.iceberg.maintenance.expire import ExpireResult
+from puffin.iceberg.maintenance.expire import expire_snapshots as expire_here
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    import pyarrow as pa
+    from pyiceberg.table import Table
+    from pyspark.sql import SparkSession
+
+    from puffin.iceberg.maintenance.guard import Deletions
+    from puffin.iceberg.metadata.retention import OlderThan
+    from puffin.spark.file_tasks import TableRef
+
+__all__ = ["delete_on_executors", "expire_snapshots"]
+
+#: A task's report: a row per kind deleted (``skipped`` null), a row per location skipped.
+RESULT_SCHEMA = "kind string, files long, bytes long, skipped string"
+
+
+def expire_snapshots(
+    spark: SparkSession,
+    table: Table,
+    *,
+    older_than: OlderThan | None = None,
+    retain_last: int | None = None,
+    allow_prefixes: Iterable[str] = (),
+) -> ExpireResult:
+    """:func:`puffin.iceberg.expire_snapshots` with the files deleted on Spark's executors:
+    the same snapshots expired, the same files deleted, the same guard.
+
+    Example::
+
+        from puffin.spark import expire_snapshots, local_session
+
+        result = expire_snapshots(local_session(), table, older_than="7d")
+        print(len(result.expired_snapshot_ids), result.deleted_files)
+    """
+    prefixes = tuple(allow_prefixes)
+    return expire_here(
+        table,
+        older_than=older_than,
+        retain_last=retain_last,
+        allow_prefixes=prefixes,
+        deleter=delete_on_executors(spark, prefixes),
+    )
+
+
+def delete_on_executors(
+    spark: SparkSession, allow_prefixes: Sequence[str] = ()
+) -> Callable[[Deletions, Sequence[tuple[str, str]]], None]:
+    """A :data:`~puffin.iceberg.maintenance.expire.Deleter` whose deletes run on the
+    executors, each through the guard of the table the driver's ``Deletions`` holds."""
+
+    def deleter(deletions: Deletions, files: Sequence[tuple[str, str]]) -> None:
+        import pyarrow as pa
+
+        from puffin.iceberg.maintenance.guard import Deletions as Guard
+        from puffin.spark.file_tasks import TableRef
+        from puffin.spark.preflight import python_tasks
+
+        if not files:
+            return
+        table = deletions.table
+        snapshot = table.current_snapshot()
+        if snapshot is None:  # nothing to load the table by: delete here
+            for location, kind in files:
+                deletions.delete(location, kind)
+            return
+        rows = pa.table({"location": [f for f, _ in files], "kind": [k for _, k in files]})
+        task = _task(TableRef.of(table, snapshot), tuple(allow_prefixes))
+        with python_tasks(spark):
+            got = spark.createDataFrame(rows).mapInArrow(task, RESULT_SCHEMA).collect()
+        theirs = Guard(table, deletions.locations)
+        for row in got:
+            if row["skipped"] is not None:
+                theirs.skipped_outside_table.append(row["skipped"])
+                continue
+            tally = theirs.deleted.setdefault(row["kind"], [0, 0])
+            tally[0] += row["files"]
+            tally[1] += row["bytes"]
+        deletions.add(theirs)
+
+    return deleter
+
+
+def _task(
+    ref: TableRef, allow_prefixes: tuple[str, ...]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function: the task's locations deleted through the guard."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        from puffin.iceberg.maintenance.guard import Deletions, TableLocations
+
+        table, _ = ref.load()
+        deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
+        for batch in batches:
+            locations = batch.column("location").to_pylist()
+            kinds = batch.column("kind").to_pylist()
+            for location, kind in zip(locations, kinds, strict=True):
+                deletions.delete(location, kind)
+        counted = sorted(deletions.deleted.items())
+        skipped = deletions.skipped_outside_table
+        yield pa.RecordBatch.from_pydict(
+            {
+                "kind": [k for k, _ in counted] + [None] * len(skipped),
+                "files": [n for _, (n, _) in counted] + [None] * len(skipped),
+                "bytes": [b for _, (_, b) in counted] + [None] * len(skipped),
+                "skipped": [None] * len(counted) + list(skipped),
+            },
+            schema=pa.schema([("kind", pa.string()), ("files", pa.int64()),
+                              ("bytes", pa.int64()), ("skipped", pa.string())]),
+        )  # fmt: skip
+
+    return run
