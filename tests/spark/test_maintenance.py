@@ -9,6 +9,7 @@ same snapshots expired and the same files deleted, by kind and bytes."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,59 @@ def _files_by_kind(deleted: dict[str, tuple[int, int]]) -> dict[str, Any]:
     """Files deleted by kind, with bytes for data files: the other files of twin tables
     differ by a few bytes (the snapshot ids and uuids they record)."""
     return {k: (n, b if k == "data" else None) for k, (n, b) in deleted.items()}
+
+
+def _plant_orphans(table: Any) -> list[str]:
+    """Files nothing references, three days old, in folders the listing must open (and
+    hidden ones it must not list); their paths relative to the table's folder."""
+    import os
+
+    root = Path(local_path(table.location()))
+    planted = ["data/stray.parquet", "data/p=1/a.parquet", "data/p=2/q=3/b.parquet",
+               "metadata/old.avro", "data/.hidden/c.parquet", "data/_tmp/d.parquet",
+               "data/p=1/.e.crc"]  # fmt: skip
+    old = time.time() - 4 * 86400
+    for relative in planted:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"orphan")
+        os.utime(path, (old, old))
+    return planted[:4]  # the hidden ones are never listed
+
+
+def test_orphan_cleanup_lists_on_the_executors_what_local_cleanup_lists(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from puffin.cli import main
+    from puffin.iceberg import remove_orphan_files
+    from puffin.iceberg.verify.orphans import listed_files
+    from puffin.spark.table_files import list_on_executors
+
+    tables = []
+    for name in ("local", "spark"):
+        table, model = _deleted(tmp_path / name)
+        tables.append(table)
+        visible = _plant_orphans(table)
+    root = str(local_path(tables[1].location()))
+    for per_core in (0, 1, 64):  # a task walks the root; the driver opens one level; all
+        assert sorted(list_on_executors(spark, per_core)(root)) == sorted(listed_files(root))
+    here = remove_orphan_files(tables[0])
+    there = ps.remove_orphan_files(spark, tables[1])
+
+    def relative(result: Any, table: Any) -> list[str]:
+        root = Path(local_path(table.location()))
+        return sorted(str(Path(o.path).relative_to(root)) for o in result.removed)
+
+    assert relative(there, tables[1]) == relative(here, tables[0]) == sorted(visible)
+    assert there.deleted == here.deleted and not there.dry_run
+    left = find_orphans(tables[1])
+    assert all(o.modified.timestamp() > time.time() - 3 * 86400 for o in left)  # none old
+    assert _rows(tables[1].refresh(), False).equals(model)
+    _plant_orphans(tables[1])  # again, for the command line's dry run
+    command = ["spark", "remove-orphans", "db.t", "--json", "--master", "local[2]"]
+    assert main([*command, "--warehouse", str(tmp_path / "spark")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "spark remove-orphans" and doc["deleted"] is False
+    root = Path(local_path(tables[1].location()))
+    listed = sorted(str(Path(f["path"]).relative_to(root)) for f in doc["files"])
+    assert listed == sorted(visible)

@@ -12,8 +12,8 @@ One concept per module: :mod:`~puffin.spark._java` (Java check, :func:`local_ses
 a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics` (a
 table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors),
 :mod:`~puffin.spark.convert` (equality deletes into vectors), :mod:`~puffin.spark.compact`
-(compaction, files written on the executors), :mod:`~puffin.spark.file_deletes` (an
-expiry's deletes on the executors) and :mod:`~puffin.spark.cli`
+(compaction, files written on the executors), :mod:`~puffin.spark.table_files` (an
+expiry's deletes, an orphan cleanup's listing, on the executors) and :mod:`~puffin.spark.cli`
 (``puffin spark ...``).
 
 Importing this package is light: its names load on first use, and pyspark, pyarrow and
@@ -33,7 +33,8 @@ _LAZY: dict[str, str] = {
     "local_session": "puffin.spark._java",
     "convert_equality_deletes": "puffin.spark.convert",
     "rewrite_data_files": "puffin.spark.compact",
-    "expire_snapshots": "puffin.spark.file_deletes",
+    "expire_snapshots": "puffin.spark.table_files",
+    "remove_orphan_files": "puffin.spark.table_files",
     "delete_rows": "puffin.spark.deletes",
     "deletion_vector_positions": "puffin.spark.deletes",
     "deletion_vectors_for": "puffin.spark.deletes",
@@ -59,9 +60,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
         position_deletes_to_deletion_vectors,
         upgrade_to_v3,
     )
-    from puffin.spark.file_deletes import expire_snapshots
     from puffin.spark.ndv import ENGINES, compute_ndv_sketches
     from puffin.spark.statistics import compute_table_statistics
+    from puffin.spark.table_files import expire_snapshots, remove_orphan_files
     from puffin.spark.types import iceberg_type_of, spark_read_type
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)
@@ -83,6 +84,7 @@ __all__ = [
     "local_session",
     "position_deletes_to_deletion_vectors",
     "register_cli",
+    "remove_orphan_files",
     "rewrite_data_files",
     "spark_read_type",
     "upgrade_to_v3",

@@ -1,4 +1,4 @@
-"""``puffin spark compact|expire``: keeping a table healthy with the work on Spark's executors.
+"""``puffin spark compact|expire|remove-orphans``: table upkeep with the work on the executors.
 
 Each command takes the options of its ``puffin table`` twin and prints the same lines and
 JSON document (command ``spark ...``); :mod:`puffin.spark.cli` registers them and opens the
@@ -12,7 +12,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
-from puffin.iceberg.cli.maintenance import add_expire_options, expire_options, report_expiry
+from puffin.iceberg.cli.maintenance import (
+    add_expire_options,
+    add_orphan_options,
+    expire_options,
+    orphan_options,
+    report_expiry,
+    report_orphans,
+)
 from puffin.iceberg.cli.rewrites import add_compact_options, compact_options, report_compaction
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
@@ -33,7 +40,7 @@ def add_maintenance_commands(
     command: Command,
     run: Runner,
 ) -> None:
-    """Add ``compact`` and ``expire`` to ``puffin spark``."""
+    """Add ``compact``, ``expire`` and ``remove-orphans`` to ``puffin spark``."""
     compact = command(
         commands,
         "compact",
@@ -47,6 +54,14 @@ def add_maintenance_commands(
     )
     add_expire_options(expire)
     expire.set_defaults(func=lambda args: _expire(args, run))
+    clean = command(
+        commands,
+        "remove-orphans",
+        parents,
+        "list (or --delete) files nothing references, the folders listed on the executors",
+    )
+    add_orphan_options(clean)
+    clean.set_defaults(func=lambda args: _remove_orphans(args, run))
 
 
 def _compact(args: argparse.Namespace, run: Runner) -> int:
@@ -60,10 +75,20 @@ def _compact(args: argparse.Namespace, run: Runner) -> int:
 
 
 def _expire(args: argparse.Namespace, run: Runner) -> int:
-    from puffin.spark.file_deletes import expire_snapshots
+    from puffin.spark.table_files import expire_snapshots
 
     if args.snapshot_id is not None:
         raise UsageError("expire works on the table's history, not one snapshot")
     options = expire_options(args)
     result = run(args, lambda spark, table: expire_snapshots(spark, table, **options))
     return report_expiry(args, f"spark {args.spark_command}", result)
+
+
+def _remove_orphans(args: argparse.Namespace, run: Runner) -> int:
+    from puffin.spark.table_files import remove_orphan_files
+
+    if args.snapshot_id is not None:
+        raise UsageError("remove-orphans works on the table's whole history, not one snapshot")
+    options = orphan_options(args)
+    result = run(args, lambda spark, table: remove_orphan_files(spark, table, **options))
+    return report_orphans(args, f"spark {args.spark_command}", result)

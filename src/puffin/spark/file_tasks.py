@@ -101,14 +101,14 @@ def map_files(
     from puffin.spark.preflight import python_tasks
 
     ref = TableRef.of(table, snapshot)
-    tasks = max(1, min(len(planned), 4 * _cores(spark)))
+    tasks = max(1, min(len(planned), 4 * spark_cores(spark)))
     rows = pa.table({"planned": pa.array([pickle.dumps(p) for p in planned], pa.binary())})
     with python_tasks(spark):
         frame = spark.createDataFrame(rows).repartition(tasks)  # round-robin
         return frame.mapInArrow(_task(ref, make_job), schema)
 
 
-def _cores(spark: SparkSession) -> int:
+def spark_cores(spark: SparkSession) -> int:
     """Spark's default parallelism where the session tells it (classic), else 2."""
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))

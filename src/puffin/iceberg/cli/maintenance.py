@@ -58,15 +58,31 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         help="list (or --delete) files in the table's folders that nothing references",
         epilog=_EPILOG,
     )
-    clean.add_argument(
+    add_orphan_options(clean)
+
+
+def add_orphan_options(parser: argparse.ArgumentParser) -> None:
+    """What ``puffin table remove-orphans`` and ``puffin spark remove-orphans`` both take."""
+    parser.add_argument(
         "--older-than", default="3d", metavar="AGE", help="only files older than AGE (3d)"
     )
-    clean.add_argument("--delete", action="store_true", help="remove them (default: list)")
-    clean.add_argument(
+    parser.add_argument("--delete", action="store_true", help="remove them (default: list)")
+    parser.add_argument(
         "--allow-short-grace-period",
         action="store_true",
         help="let --delete use an --older-than under 24 hours (only when no writer runs)",
     )
+
+
+def orphan_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The options of :func:`add_orphan_options`, as ``remove_orphan_files`` takes them."""
+    from puffin.iceberg.metadata.retention import parse_age
+
+    return {
+        "older_than": parse_age(args.older_than),
+        "dry_run": not args.delete,
+        "allow_short_grace_period": args.allow_short_grace_period,
+    }
 
 
 def add_expire_options(parser: argparse.ArgumentParser) -> None:
@@ -95,15 +111,17 @@ def expire_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.orphans import remove_orphan_files
+
+    result = remove_orphan_files(table, **orphan_options(args))
+    return report_orphans(args, "table remove-orphans", result)
+
+
+def report_orphans(args: argparse.Namespace, command: str, result: Any) -> int:
+    """What ``puffin table|spark remove-orphans`` found or removed (an ``OrphanResult``), in
+    lines or as the JSON document ``command`` (docs/cli.md)."""
     from puffin.iceberg.metadata.retention import parse_age
 
     age = parse_age(args.older_than)
-    result = remove_orphan_files(
-        table,
-        older_than=age,
-        dry_run=not args.delete,
-        allow_short_grace_period=args.allow_short_grace_period,
-    )
     found = result.removed
     if args.json:
         doc = {
@@ -122,7 +140,7 @@ def _run_clean(args: argparse.Namespace, table: Any) -> int:
             "kept_referenced": result.kept_referenced,
             "restored": result.restored,
         }
-        print_json("table remove-orphans", doc)
+        print_json(command, doc)
         return 0
     verb = "removed" if args.delete else "would remove"
     for o in found:

@@ -39,7 +39,14 @@ from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_asid
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
 from puffin.iceberg.metadata.versions import metadata_version, newer_metadata
-from puffin.iceberg.verify.orphans import DEFAULT_OLDER_THAN, Orphan, find_orphans, referenced_files
+from puffin.iceberg.verify.orphans import (
+    DEFAULT_OLDER_THAN,
+    Lister,
+    Orphan,
+    find_orphans,
+    listed_files,
+    referenced_files,
+)
 from puffin.io.locations import local_path, location_key
 
 if TYPE_CHECKING:
@@ -81,6 +88,7 @@ def remove_orphan_files(
     dry_run: bool = False,
     allow_prefixes: Iterable[str] = (),
     allow_short_grace_period: bool = False,
+    lister: Lister = listed_files,
 ) -> OrphanResult:
     """Delete the files under the table's location that nothing references and that are
     older than ``older_than`` (``dry_run``: only list them).
@@ -90,6 +98,8 @@ def remove_orphan_files(
     writer's files are orphans until its commit lands). Raises
     :class:`~puffin.errors.NewerMetadataError` when the metadata folder holds metadata newer
     than the catalog's that is no commit in flight (see the module's docstring).
+    ``lister`` lists the table's folder (in this process by default; Spark's executors for
+    :func:`puffin.spark.remove_orphan_files`).
 
     Example::
 
@@ -111,7 +121,7 @@ def remove_orphan_files(
     protected = _protected(table, grace)
     deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
     restored = _restore_set_aside(table, deletions, dry_run)
-    chosen = [o for o in find_orphans(table, protected) if o.modified <= cutoff]
+    chosen = [o for o in find_orphans(table, protected, lister=lister) if o.modified <= cutoff]
     if dry_run or not chosen:
         kept = [o.path for o in chosen if not deletions.locations.owns(o.path)]
         removed = [o for o in chosen if o.path not in kept]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,9 +33,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_OLDER_THAN",
     "SET_ASIDE_SUFFIX",
+    "Listed",
+    "Lister",
     "Orphan",
     "find_orphans",
     "kind_of",
+    "list_folder",
+    "listed_files",
     "reachable_files",
     "referenced_files",
     "set_aside_files",
@@ -148,27 +152,63 @@ def set_aside_files(root: str) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def find_orphans(table: Table, referenced: set[str] | None = None) -> list[Orphan]:
+#: A listed file: ``(path, size in bytes, modification time in seconds since the epoch)``.
+Listed = tuple[str, int, float]
+#: What lists every file a cleanup may consider under a local folder (:func:`listed_files`,
+#: or Spark's executors: :mod:`puffin.spark.table_files`).
+Lister = Callable[[str], Iterable[Listed]]
+
+
+def listed_files(root: str) -> Iterator[Listed]:
+    """Every file under the local folder ``root`` a cleanup may consider: hidden folders and
+    files (``.``/``_`` names) and ``version-hint.text`` left out, as Java leaves them."""
+    folders = [root]
+    while folders:
+        files, below = list_folder(folders.pop())
+        yield from files
+        folders.extend(reversed(below))
+
+
+def list_folder(folder: str) -> tuple[list[Listed], list[str]]:
+    """The files directly in ``folder`` a cleanup may consider (see :func:`listed_files`),
+    and its folders that are not hidden."""
+    files: list[Listed] = []
+    below: list[str] = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except FileNotFoundError:  # removed while we looked
+        return files, below
+    for entry in entries:
+        if entry.name.startswith(_HIDDEN):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=True):
+                if not entry.is_symlink():  # as os.walk: a linked folder is not entered
+                    below.append(entry.path)
+            elif entry.name != _VERSION_HINT:
+                st = entry.stat(follow_symlinks=True)
+                files.append((entry.path, st.st_size, st.st_mtime))
+        except FileNotFoundError:  # removed while we looked
+            continue
+    return files, below
+
+
+def find_orphans(
+    table: Table, referenced: set[str] | None = None, *, lister: Lister = listed_files
+) -> list[Orphan]:
     """Files under the table's location that nothing references, oldest first (``referenced``:
-    :func:`referenced_files` of the table, when the caller has read it).  Tables outside the
-    local file system are not listed (their FileIO cannot list); they give an empty list."""
+    :func:`referenced_files` of the table, when the caller has read it; ``lister``: what
+    lists the folder, :func:`listed_files` by default).  Tables outside the local file
+    system are not listed (their FileIO cannot list); they give an empty list."""
     root = local_path(table.location())
     if root is None or not os.path.isdir(root):
         return []
     if referenced is None:
         referenced = referenced_files(table)
-    out = []
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(_HIDDEN)]
-        for name in names:
-            path = os.path.join(folder, name)
-            hidden = name.startswith(_HIDDEN) or name == _VERSION_HINT
-            if hidden or os.path.normpath(path) in referenced:
-                continue
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:  # removed while we looked
-                continue
-            when = datetime.datetime.fromtimestamp(st.st_mtime, tz=datetime.timezone.utc)
-            out.append(Orphan(path, st.st_size, when, kind_of(path)))
+    out = [
+        Orphan(path, size, datetime.datetime.fromtimestamp(mtime, tz=datetime.timezone.utc),
+               kind_of(path))
+        for path, size, mtime in lister(root)
+        if os.path.normpath(path) not in referenced
+    ]  # fmt: skip
     return sorted(out, key=lambda o: (o.modified, o.path))

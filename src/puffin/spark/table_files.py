@@ -1,4 +1,5 @@
-"""A maintenance job's file deletes spread over Spark's executors: :func:`expire_snapshots`.
+"""A maintenance job's file work spread over Spark's executors: the deletes of
+:func:`expire_snapshots`, the folder listing of :func:`remove_orphan_files`.
 
 The driver decides what to delete, as the single-process job does (for an expiry: the commit
 first, then the files only the expired snapshots reached, read again after the commit). The
@@ -8,6 +9,13 @@ one guard: a file outside the table's locations is skipped and reported, never d
 and sends back what it deleted by kind and what it skipped, which the driver adds up. A
 warehouse of millions of files is then deleted at the speed of every executor's store
 client at once, not one process's.
+
+An orphan cleanup's listing: the driver lists the top of the table's folder until it has a
+few folders per core, and each task walks one folder with the single-process job's rules
+(:func:`~puffin.iceberg.verify.orphans.listed_files`: hidden names left out); the driver
+then chooses, sets aside, reads the references again and deletes as the single-process job
+does (the executors must see the same file system: a local or mounted folder, which is all
+the orphan cleanup lists).
 """
 
 from __future__ import annotations
@@ -17,6 +25,9 @@ from typing import TYPE_CHECKING
 
 from puffin.iceberg.maintenance.expire import ExpireResult
 from puffin.iceberg.maintenance.expire import expire_snapshots as expire_here
+from puffin.iceberg.maintenance.orphans import OrphanResult
+from puffin.iceberg.maintenance.orphans import remove_orphan_files as remove_here
+from puffin.iceberg.verify.orphans import DEFAULT_OLDER_THAN, Listed
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import pyarrow as pa
@@ -27,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from puffin.iceberg.metadata.retention import OlderThan
     from puffin.spark.file_tasks import TableRef
 
-__all__ = ["delete_on_executors", "expire_snapshots"]
+__all__ = ["delete_on_executors", "expire_snapshots", "list_on_executors", "remove_orphan_files"]
 
 #: A task's report: a row per kind deleted (``skipped`` null), a row per location skipped.
 RESULT_SCHEMA = "kind string, files long, bytes long, skipped string"
@@ -59,6 +70,97 @@ def expire_snapshots(
         allow_prefixes=prefixes,
         deleter=delete_on_executors(spark, prefixes),
     )
+
+
+def remove_orphan_files(
+    spark: SparkSession,
+    table: Table,
+    *,
+    older_than: OlderThan = DEFAULT_OLDER_THAN,
+    dry_run: bool = False,
+    allow_prefixes: Iterable[str] = (),
+    allow_short_grace_period: bool = False,
+) -> OrphanResult:
+    """:func:`puffin.iceberg.remove_orphan_files` with the table's folder listed on Spark's
+    executors: the same grace period, guard, set-aside and second reading of the
+    references, on the driver.
+
+    Example::
+
+        from puffin.spark import local_session, remove_orphan_files
+
+        result = remove_orphan_files(local_session(), table, dry_run=True)
+        print(len(result.orphans), "orphans")
+    """
+    return remove_here(
+        table,
+        older_than=older_than,
+        dry_run=dry_run,
+        allow_prefixes=allow_prefixes,
+        allow_short_grace_period=allow_short_grace_period,
+        lister=list_on_executors(spark),
+    )
+
+
+def list_on_executors(
+    spark: SparkSession, folders_per_core: int = 4
+) -> Callable[[str], list[Listed]]:
+    """A :data:`~puffin.iceberg.verify.orphans.Lister` whose folders are walked by Spark
+    tasks: the driver opens folders until it has ``folders_per_core`` a core."""
+
+    def lister(root: str) -> list[Listed]:
+        import pyarrow as pa
+
+        from puffin.spark.file_tasks import spark_cores
+        from puffin.spark.preflight import python_tasks
+
+        near, folders = _split(root, folders_per_core * spark_cores(spark))
+        if not folders:
+            return near
+        rows = pa.table({"folder": folders})
+        with python_tasks(spark):
+            got = spark.createDataFrame(rows).mapInArrow(_walk, LISTING_SCHEMA).collect()
+        return near + [(r["path"], r["size"], r["mtime"]) for r in got]
+
+    return lister
+
+
+#: A task's listing: one row per file.
+LISTING_SCHEMA = "path string, size long, mtime double"
+
+
+def _split(root: str, wanted: int) -> tuple[list[Listed], list[str]]:
+    """The files near ``root``, listed here, and the folders below for the tasks: folders
+    are opened breadth first until there are ``wanted`` of them (or none left)."""
+    from puffin.iceberg.verify.orphans import list_folder
+
+    near: list[Listed] = []
+    folders = [root]
+    while folders and len(folders) < wanted:
+        opened, folders = folders, []
+        for folder in opened:
+            files, below = list_folder(folder)
+            near.extend(files)
+            folders.extend(below)
+    return near, folders
+
+
+def _walk(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow``: every file under each folder of the task, by the cleanup's rules."""
+    import pyarrow as pa
+
+    from puffin.iceberg.verify.orphans import listed_files as walk
+
+    schema = pa.schema([("path", pa.string()), ("size", pa.int64()), ("mtime", pa.float64())])
+    for batch in batches:
+        for folder in batch.column("folder").to_pylist():
+            found = list(walk(folder))
+            if found:
+                yield pa.RecordBatch.from_pydict(
+                    {"path": [f[0] for f in found], "size": [f[1] for f in found],
+                     "mtime": [f[2] for f in found]},
+                    schema=schema,
+                )  # fmt: skip
 
 
 def delete_on_executors(
