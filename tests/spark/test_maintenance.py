@@ -269,3 +269,39 @@ def test_orphan_cleanup_lists_on_the_executors_what_local_cleanup_lists(
     root = Path(local_path(tables[1].location()))
     listed = sorted(str(Path(f["path"]).relative_to(root)) for f in doc["files"])
     assert listed == sorted(visible)
+
+
+@pytest.mark.parametrize("version", [3, 2])
+def test_position_deletes_rewritten_from_positions_read_on_the_executors(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], version: int
+) -> None:
+    """Three deletes' files (vectors on v3, gathered; position-delete files on v2, one per
+    data file already, left): the same files before and after, vectors and deleted rows as
+    the single-process rewrite of a twin table, the rows unchanged; through the command line
+    too."""
+    from puffin.cli import main
+    from puffin.iceberg import local_catalog, rewrite_position_delete_files
+
+    here, model = _deleted(tmp_path / "local", version)
+    there, _ = _deleted(tmp_path / "spark", version)
+    _deleted(tmp_path / "cli", version)  # the command line's twin
+    before = _rows(there, version == 3)
+    local = rewrite_position_delete_files(here)
+    result = ps.rewrite_position_delete_files(spark, there)
+    counts = ("files_before", "files_after", "vectors", "dropped_dangling", "deleted_rows")
+    assert [getattr(result, c) for c in counts] == [getattr(local, c) for c in counts]
+    assert result.files_before == 3 and result.deleted_rows == 3000 - model.num_rows
+    if version == 3:  # three Puffin files, one vector each: gathered into one
+        assert result.snapshot_id and result.files_after == 1
+    else:  # a position-delete file per data file already (write.delete.granularity=file)
+        assert result.snapshot_id is None and local.snapshot_id is None
+    assert _rows(result.table, version == 3).equals(before)
+    assert _rows(result.table, False).equals(model)
+    assert verify_table(result.table).ok
+    command = ["spark", "rewrite-deletes", "db.t", "--json", "--master", "local[2]"]
+    assert main([*command, "--warehouse", str(tmp_path / "cli")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "spark rewrite-deletes"
+    assert [doc[c] for c in counts] == [getattr(local, c) for c in counts]
+    table = local_catalog(tmp_path / "cli", create=False).load_table("db.t")
+    assert _rows(table, False).equals(model)

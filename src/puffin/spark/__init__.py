@@ -13,8 +13,9 @@ a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics
 table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors),
 :mod:`~puffin.spark.convert` (equality deletes into vectors), :mod:`~puffin.spark.compact`
 (compaction, files written on the executors), :mod:`~puffin.spark.table_files` (an
-expiry's deletes, an orphan cleanup's listing, on the executors) and :mod:`~puffin.spark.cli`
-(``puffin spark ...``).
+expiry's deletes, an orphan cleanup's listing, on the executors),
+:mod:`~puffin.spark.rewrite_deletes` (position deletes rewritten, read on the executors)
+and :mod:`~puffin.spark.cli` (``puffin spark ...``).
 
 Importing this package is light: its names load on first use, and pyspark, pyarrow and
 argparse only when needed.
@@ -33,6 +34,7 @@ _LAZY: dict[str, str] = {
     "local_session": "puffin.spark._java",
     "convert_equality_deletes": "puffin.spark.convert",
     "rewrite_data_files": "puffin.spark.compact",
+    "rewrite_position_delete_files": "puffin.spark.rewrite_deletes",
     "expire_snapshots": "puffin.spark.table_files",
     "remove_orphan_files": "puffin.spark.table_files",
     "delete_rows": "puffin.spark.deletes",
@@ -61,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
         upgrade_to_v3,
     )
     from puffin.spark.ndv import ENGINES, compute_ndv_sketches
+    from puffin.spark.rewrite_deletes import rewrite_position_delete_files
     from puffin.spark.statistics import compute_table_statistics
     from puffin.spark.table_files import expire_snapshots, remove_orphan_files
     from puffin.spark.types import iceberg_type_of, spark_read_type
@@ -86,6 +89,7 @@ __all__ = [
     "register_cli",
     "remove_orphan_files",
     "rewrite_data_files",
+    "rewrite_position_delete_files",
     "spark_read_type",
     "upgrade_to_v3",
 ]

@@ -1,4 +1,4 @@
-"""``puffin spark compact|expire|remove-orphans``: table upkeep with the work on the executors.
+"""``puffin spark compact|expire|remove-orphans|rewrite-deletes``: upkeep on the executors.
 
 Each command takes the options of its ``puffin table`` twin and prints the same lines and
 JSON document (command ``spark ...``); :mod:`puffin.spark.cli` registers them and opens the
@@ -20,7 +20,13 @@ from puffin.iceberg.cli.maintenance import (
     report_expiry,
     report_orphans,
 )
-from puffin.iceberg.cli.rewrites import add_compact_options, compact_options, report_compaction
+from puffin.iceberg.cli.rewrites import (
+    add_compact_options,
+    compact_options,
+    report_compaction,
+    report_rewrite_deletes,
+    rewrite_deletes_size,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyiceberg.table import Table
@@ -40,7 +46,8 @@ def add_maintenance_commands(
     command: Command,
     run: Runner,
 ) -> None:
-    """Add ``compact``, ``expire`` and ``remove-orphans`` to ``puffin spark``."""
+    """Add ``compact``, ``expire``, ``remove-orphans`` and ``rewrite-deletes`` to ``puffin
+    spark``."""
     compact = command(
         commands,
         "compact",
@@ -62,6 +69,14 @@ def add_maintenance_commands(
     )
     add_orphan_options(clean)
     clean.set_defaults(func=lambda args: _remove_orphans(args, run))
+    deletes = command(
+        commands,
+        "rewrite-deletes",
+        parents,
+        "gather the position deletes into as few files as fit, read on the executors",
+    )
+    deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
+    deletes.set_defaults(func=lambda args: _rewrite_deletes(args, run))
 
 
 def _compact(args: argparse.Namespace, run: Runner) -> int:
@@ -92,3 +107,17 @@ def _remove_orphans(args: argparse.Namespace, run: Runner) -> int:
     options = orphan_options(args)
     result = run(args, lambda spark, table: remove_orphan_files(spark, table, **options))
     return report_orphans(args, f"spark {args.spark_command}", result)
+
+
+def _rewrite_deletes(args: argparse.Namespace, run: Runner) -> int:
+    from puffin.spark.rewrite_deletes import rewrite_position_delete_files
+
+    if args.snapshot_id is not None:
+        raise UsageError("rewrite-deletes works on the current snapshot only")
+    size = rewrite_deletes_size(args)
+
+    def job(spark: SparkSession, table: Table) -> Any:
+        return table, rewrite_position_delete_files(spark, table, target_file_size_bytes=size)
+
+    table, result = run(args, job)
+    return report_rewrite_deletes(args, f"spark {args.spark_command}", table, result)

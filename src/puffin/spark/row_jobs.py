@@ -8,6 +8,8 @@ it, so every delete applies on Spark exactly as in one process:
   long ``in`` list sorted once, files whose bounds rule it out not opened), sent as one
   serialized deletion vector per data file;
 * :class:`EqualityJob`: the rows each file's equality deletes remove, sent the same way;
+* :class:`PositionsJob`: each file's positions its vectors and position-delete files delete
+  (a rewrite of the position deletes), sent the same way;
 * :class:`SketchJob`: a theta sketch of each chosen column over the task's live rows (the
   single-process statistics job's reading and sketching), one small row per column;
 * :class:`ColumnsJob`: the live rows of chosen columns by field id, as Arrow batches of the
@@ -31,7 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from puffin.iceberg.scan.plan import PlannedFile
 
 __all__ = [
-    "SKETCH_SCHEMA", "VECTOR_SCHEMA", "ColumnsJob", "EqualityJob", "MatchJob", "SketchJob",
+    "SKETCH_SCHEMA", "VECTOR_SCHEMA", "ColumnsJob", "EqualityJob", "MatchJob", "PositionsJob",
+    "SketchJob",
     "vector_batch",
 ]  # fmt: skip
 
@@ -89,6 +92,26 @@ class EqualityJob:
 
     def read(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
         found = self.deletes.equality_positions(planned)
+        if len(found):
+            yield vector_batch({planned.path: found})
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        return iter(())
+
+
+class PositionsJob:
+    """Each file's live deleted positions from its vectors and position-delete files (what a
+    rewrite of the position deletes writes again), sent as one serialized vector a file."""
+
+    def __init__(self, table: Table, snapshot: Snapshot) -> None:
+        from puffin.iceberg.scan.delete_filter import DeleteFilter
+
+        self.deletes = DeleteFilter(table, snapshot, by_entry=True)
+
+    def read(self, planned: PlannedFile) -> Iterator[pa.RecordBatch]:
+        from puffin.iceberg.deletes.merge import live_positions
+
+        found = live_positions(self.deletes, planned, positions_only=True)
         if len(found):
             yield vector_batch({planned.path: found})
 

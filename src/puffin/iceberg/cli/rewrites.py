@@ -176,6 +176,17 @@ def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.rewrite_deletes import rewrite_position_delete_files
 
     r = rewrite_position_delete_files(table, target_file_size_bytes=_size(args.target_size))
+    return report_rewrite_deletes(args, "table rewrite-deletes", table, r)
+
+
+def rewrite_deletes_size(args: argparse.Namespace) -> int | None:
+    """``--target-size`` of ``puffin table|spark rewrite-deletes``, in bytes."""
+    return _size(args.target_size)
+
+
+def report_rewrite_deletes(args: argparse.Namespace, command: str, table: Any, r: Any) -> int:
+    """What ``puffin table|spark rewrite-deletes`` did (a ``RewriteDeletesResult``), in lines
+    or as the JSON document ``command`` (docs/cli.md)."""
     what = "vector(s)" if table.metadata.format_version >= 3 else "data file(s)' positions"
     done = [
         f"rewrote {r.files_before} delete file(s) into {r.files_after}: {r.vectors} "
@@ -184,7 +195,7 @@ def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
     if r.dropped_dangling:
         done.append(f"  dropped {r.dropped_dangling} of data files no longer in the table")
     nothing = f"nothing to rewrite: {r.files_before} delete file(s) already"
-    return _report(args, "table rewrite-deletes", r, nothing, done)
+    return _report(args, command, r, nothing, done)
 
 
 def _run_convert(args: argparse.Namespace, table: Any) -> int:

@@ -49,7 +49,35 @@ if TYPE_CHECKING:
     from puffin.blobs.dv.format import DeletionVector
     from puffin.iceberg.scan.plan import PlannedFile
 
-__all__ = ["RewriteDeletesResult", "rewrite_deletion_vectors", "rewrite_position_delete_files"]
+__all__ = [
+    "PositionReader",
+    "RewriteDeletesResult",
+    "positions_here",
+    "rewrite_deletion_vectors",
+    "rewrite_position_delete_files",
+]
+
+#: What reads every live data file's deleted positions from its vectors and position-delete
+#: files: ``(table, snapshot, planned) -> {data file path: sorted positions}``, files
+#: without any left out (:func:`positions_here`; Spark's executors for
+#: :func:`puffin.spark.rewrite_position_delete_files`).
+PositionReader = Callable[
+    ["Table", "Snapshot", "list[PlannedFile]"], "dict[str, npt.NDArray[np.int64]]"
+]
+
+
+def positions_here(
+    table: Table, snapshot: Snapshot, planned: list[PlannedFile]
+) -> dict[str, npt.NDArray[np.int64]]:
+    """:data:`PositionReader` in this process."""
+    index = DeleteIndex(table, snapshot)
+    positions = {}
+    for p in planned:
+        if p.delete_files:
+            found = live_positions(index, p, positions_only=True)
+            if len(found):
+                positions[p.path] = found
+    return positions
 
 #: Java's table property and default for the size of a delete file (64 MB).
 TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -90,6 +118,7 @@ def rewrite_position_delete_files(
     target_file_size_bytes: int | None = None,
     max_attempts: int = MAX_ATTEMPTS,
     progress: Callable[[str], None] | None = None,
+    positions: PositionReader = positions_here,
 ) -> RewriteDeletesResult:
     """Rewrite the current snapshot's live position deletes into as few files as fit.
 
@@ -100,7 +129,8 @@ def rewrite_position_delete_files(
     Parquet position-delete files grouped as ``write.delete.granularity`` says. The commit
     is one ``replace`` snapshot, retried on a lost race against the table as it is then. A
     table whose deletes already sit in that few files, with nothing to convert and no
-    delete of a removed data file, is left as it is.
+    delete of a removed data file, is left as it is. ``positions`` reads the deleted
+    positions (in this process by default).
 
     Example::
 
@@ -116,7 +146,7 @@ def rewrite_position_delete_files(
         if snapshot is None:
             return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)
         planned = plan_files(table, snapshot, equality=True)  # equality deletes stay as they are
-        plan = _plan(table, snapshot, planned, target)
+        plan = _plan(table, snapshot, planned, target, positions(table, snapshot, planned))
         before = len({key[0] for key in plan.live})
         deleted = sum(len(p) for p in plan.positions.values())
         unchanged = RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
@@ -182,19 +212,18 @@ def _target_size(table: Table, given: int | None) -> int:
     return size
 
 
-def _plan(table: Table, snapshot: Snapshot, planned: list[PlannedFile], target: int) -> _Plan:
-    """Every live data file's deleted positions (on v3 as one vector each, grouped into
+def _plan(
+    table: Table,
+    snapshot: Snapshot,
+    planned: list[PlannedFile],
+    target: int,
+    positions: dict[str, npt.NDArray[np.int64]],
+) -> _Plan:
+    """Every live data file's deleted ``positions`` (on v3 as one vector each, grouped into
     Puffin files of about ``target`` bytes: a vector's blob is sized by serializing it), the
     live position delete files, and how many are dangling."""
     from puffin.blobs.dv.format import DeletionVector
 
-    index = DeleteIndex(table, snapshot)
-    positions = {}
-    for p in planned:
-        if p.delete_files:
-            found = live_positions(index, p, positions_only=True)
-            if len(found):
-                positions[p.path] = found
     vectors: dict[str, DeletionVector] = {}
     groups: list[list[str]] = []
     if table.metadata.format_version >= 3:
