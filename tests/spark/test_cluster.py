@@ -9,7 +9,9 @@ and the v2 -> v3 migration give the same sketches and deletion vectors as the si
 library, byte for byte (which tests/spark/test_spark.py shows ``local[2]`` gives too), and
 deletion vectors equal to a model computed with pyarrow from the condition alone; a
 compaction written on the executors leaves the rows and row ids it found, and no orphan, as
-its single-process twin does (tests/spark/test_compact.py: the model, on ``local[2]``).
+its single-process twin does, and gathering position deletes and expiring snapshots there
+write and delete what their twins do (tests/spark/test_maintenance.py: the model, on
+``local[2]``).
 
 Then the cluster as nodes that were not prepared: the worker's ``python3`` lacks this library.
 ``puffin spark dv --commit`` stops before any work with one line naming the executors'
@@ -262,6 +264,20 @@ single = rewrite_data_files(here, target_file_size_bytes=200_000)
 out["compact_same_rows"] = lineage(mine.table).equals(before)
 out["compact_counts"] = [mine.rewritten_files, mine.rows, single.rewritten_files, single.rows]
 out["compact_orphans"] = len(find_orphans(mine.table))
+
+from datetime import timedelta
+from puffin.iceberg import expire_snapshots, rewrite_position_delete_files
+
+gathered = ps.rewrite_position_delete_files(spark, with_deletes("db.r"))
+twin = rewrite_position_delete_files(with_deletes("db.r2"))
+out["gathered"] = [gathered.files_after, gathered.deleted_rows, twin.files_after, twin.deleted_rows]
+expired = ps.expire_snapshots(spark, mine.table, older_than=timedelta(0), retain_last=1)
+local_expired = expire_snapshots(single.table, older_than=timedelta(0), retain_last=1)
+out["expired_files"] = [
+    {k: n for k, (n, _) in expired.deleted.items()},
+    {k: n for k, (n, _) in local_expired.deleted.items()},
+]
+out["expired_rows"] = lineage(expired.table).equals(before)
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
@@ -288,6 +304,10 @@ def _expected(result: dict[str, Any]) -> None:
     # compaction written on the executors: the single-process twin's rows and row ids
     assert result["compact_same_rows"] and result["compact_orphans"] == 0
     assert result["compact_counts"] == [4, 4500, 4, 4500]  # 6000 rows less 500 and 1000
+    # position deletes gathered and snapshots expired there: as the single-process twins
+    assert result["gathered"] == [1, 1500, 1, 1500]
+    files, twin_files = result["expired_files"]
+    assert files == twin_files and files.get("data") == 4 and result["expired_rows"]
 
 
 def test_jobs_on_a_standalone_cluster(standalone: str, tmp_path: Path) -> None:
