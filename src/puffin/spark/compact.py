@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from puffin.iceberg.writes.rewrite import Groups
     from puffin.spark.file_tasks import TableRef
 
-__all__ = ["attempt_uuid", "rewrite_data_files"]
+__all__ = ["attempt_uuid", "remove_untaken_attempts", "rewrite_data_files"]
 
 #: What a task sends back: one row per new data file, pickled, with the attempt that wrote it.
 RESULT_SCHEMA = "bin int, attempt int, data_file binary"
@@ -126,12 +126,12 @@ class _SparkRewriter:
             with python_tasks(self.spark):
                 rows = frame.mapInArrow(task, RESULT_SCHEMA).collect()
         except BaseException:
-            _remove_attempts(table, job, len(bins), {}, _attempts(self.spark))
+            remove_untaken_attempts(table, job, len(bins), {}, _attempts(self.spark))
             raise
         taken = {row["bin"]: row["attempt"] for row in rows}
         added = [pickle.loads(row["data_file"]) for row in rows]
         written.extend(str(f.file_path) for f in added)
-        _remove_attempts(table, job, len(bins), taken, _attempts(self.spark))
+        remove_untaken_attempts(table, job, len(bins), taken, _attempts(self.spark))
         return added
 
 
@@ -220,10 +220,12 @@ def _attempts(spark: SparkSession) -> int:
     return failures + (2 if speculative else 0)
 
 
-def _remove_attempts(
+def remove_untaken_attempts(
     table: Table, job: uuid.UUID, bins: int, taken: dict[int, int], attempts: int
 ) -> None:
-    """The files of every attempt of the job's ``bins`` but the one ``taken`` of each."""
+    """The files of every attempt of the job's ``bins`` but the one ``taken`` of each
+    (``{bin: attempt}``; a bin missing took none), for ``attempts`` attempts a bin or up to
+    the one taken: found by their names where the table's location provider puts them."""
     from pyiceberg.table.locations import load_location_provider
 
     from puffin.iceberg.metadata.manifests import remove_files
