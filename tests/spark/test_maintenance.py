@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +53,6 @@ DELETES: list[tuple[str, Any]] = [
 LINEAGE = ("_row_id", "_last_updated_sequence_number")
 #: Files of about 44 KB are small against it (75 %): all four are rewritten, in three bins.
 TARGET = 60_000
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    try:
-        ps.check_java()
-    except ps.JavaNotFoundError as exc:
-        pytest.skip(str(exc))
-    session = ps.local_session("local[2]", memory="1g", shuffle_partitions=4)
-    yield session
-    session.stop()
 
 
 def _deleted(folder: Path, version: int = 3) -> tuple[Any, pa.Table]:

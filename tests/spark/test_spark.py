@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,17 +155,6 @@ def _scratch_under_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     return scratch
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    try:
-        ps.check_java()
-    except ps.JavaNotFoundError as exc:
-        pytest.skip(str(exc))
-    session = ps.local_session("local[2]", memory="1g", shuffle_partitions=4)
-    yield session
-    session.stop()
 
 
 # Every Iceberg primitive type: (column, Iceberg type).  The Parquet file Spark reads holds

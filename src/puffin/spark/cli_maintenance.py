@@ -55,12 +55,12 @@ def add_maintenance_commands(
         "rewrite data files with deleted rows (and small files), written on the executors",
     )
     add_compact_options(compact)
-    compact.set_defaults(func=lambda args: _compact(args, run))
+    compact.set_defaults(func=_now(_compact, run))
     expire = command(
         commands, "expire", parents, "expire old snapshots, their files deleted on the executors"
     )
     add_expire_options(expire)
-    expire.set_defaults(func=lambda args: _expire(args, run))
+    expire.set_defaults(func=_now(_expire, run))
     clean = command(
         commands,
         "remove-orphans",
@@ -68,7 +68,7 @@ def add_maintenance_commands(
         "list (or --delete) files nothing references, the folders listed on the executors",
     )
     add_orphan_options(clean)
-    clean.set_defaults(func=lambda args: _remove_orphans(args, run))
+    clean.set_defaults(func=_now(_remove_orphans, run))
     deletes = command(
         commands,
         "rewrite-deletes",
@@ -76,14 +76,27 @@ def add_maintenance_commands(
         "gather the position deletes into as few files as fit, read on the executors",
     )
     deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
-    deletes.set_defaults(func=lambda args: _rewrite_deletes(args, run))
+    deletes.set_defaults(func=_now(_rewrite_deletes, run))
+
+
+def _now(handler: Callable[[argparse.Namespace, Runner], int], run: Runner) -> Callable[..., int]:
+    """``handler`` as a command's function, refusing ``--snapshot-id``: these jobs work on
+    the table as it is now."""
+
+    def command(args: argparse.Namespace) -> int:
+        if args.snapshot_id is not None:
+            raise UsageError(
+                f"`puffin spark {args.spark_command}` works on the table as it is now; "
+                "leave out --snapshot-id"
+            )
+        return handler(args, run)
+
+    return command
 
 
 def _compact(args: argparse.Namespace, run: Runner) -> int:
     from puffin.spark.compact import rewrite_data_files
 
-    if args.snapshot_id is not None:
-        raise UsageError("compact works on the current snapshot only")
     options = {**compact_options(args), "progress": False}  # Spark's progress line instead
     result = run(args, lambda spark, table: rewrite_data_files(spark, table, **options))
     return report_compaction(args, f"spark {args.spark_command}", result)
@@ -92,8 +105,6 @@ def _compact(args: argparse.Namespace, run: Runner) -> int:
 def _expire(args: argparse.Namespace, run: Runner) -> int:
     from puffin.spark.table_files import expire_snapshots
 
-    if args.snapshot_id is not None:
-        raise UsageError("expire works on the table's history, not one snapshot")
     options = expire_options(args)
     result = run(args, lambda spark, table: expire_snapshots(spark, table, **options))
     return report_expiry(args, f"spark {args.spark_command}", result)
@@ -102,8 +113,6 @@ def _expire(args: argparse.Namespace, run: Runner) -> int:
 def _remove_orphans(args: argparse.Namespace, run: Runner) -> int:
     from puffin.spark.table_files import remove_orphan_files
 
-    if args.snapshot_id is not None:
-        raise UsageError("remove-orphans works on the table's whole history, not one snapshot")
     options = orphan_options(args)
     result = run(args, lambda spark, table: remove_orphan_files(spark, table, **options))
     return report_orphans(args, f"spark {args.spark_command}", result)
@@ -112,8 +121,6 @@ def _remove_orphans(args: argparse.Namespace, run: Runner) -> int:
 def _rewrite_deletes(args: argparse.Namespace, run: Runner) -> int:
     from puffin.spark.rewrite_deletes import rewrite_position_delete_files
 
-    if args.snapshot_id is not None:
-        raise UsageError("rewrite-deletes works on the current snapshot only")
     size = rewrite_deletes_size(args)
 
     def job(spark: SparkSession, table: Table) -> Any:
