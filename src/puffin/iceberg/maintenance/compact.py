@@ -245,22 +245,27 @@ def _in_batches(
     batches = [groups[i : i + size] for i in range(0, len(groups), size)]
     results: list[CompactResult] = []
     failed: list[tuple[int, BaseException]] = []
+    committed = 0  # file groups in the batches committed
     for batch in batches:
         only = frozenset(p.path for _, files in batch for p in files)
         try:
             done = with_retries(table, partial(attempt, only=only), options.max_attempts)
+        except InterruptedAfterCommit as exc:  # this batch's commit landed
+            left = f"{len(groups) - committed - len(batch)} file groups not compacted"
+            raise InterruptedAfterCommit(exc.snapshot_id, exc.table, left) from exc
         except KeyboardInterrupt as exc:
             if not results:
                 raise
-            left = f"{len(groups) - sum(len(b) for b in batches[: len(results)])} file groups"
+            left = f"{len(groups) - committed} file groups not compacted"
             raise InterruptedAfterCommit(results[-1].snapshot_id, results[-1].table,
-                                         f"{left} not compacted") from exc  # fmt: skip
+                                         left) from exc  # fmt: skip
         except Exception as exc:  # Java's partial progress goes on with the other groups
             failed.append((len(batch), exc))
             continue
         if done.snapshot_id is not None:
             results.append(done)
             table = done.table
+            committed += len(batch)
     if not results:
         if failed:
             raise failed[0][1]
