@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +294,30 @@ def test_position_deletes_rewritten_from_positions_read_on_the_executors(
     assert [doc[c] for c in counts] == [getattr(local, c) for c in counts]
     table = local_catalog(tmp_path / "cli", create=False).load_table("db.t")
     assert _rows(table, False).equals(model)
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from peers.iceberg_java import JavaPeer
+
+    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
+        yield peer
+
+
+def test_java_reads_what_the_spark_maintenance_left(
+    spark: Any, java: Any, tmp_path: Path
+) -> None:
+    """Iceberg Java 1.10.2 reads the model's rows after each maintenance job ran on Spark:
+    position deletes gathered, files compacted, snapshots expired."""
+    from datetime import timedelta
+
+    from peers.iceberg_java import read_java
+
+    table, model = _deleted(tmp_path)
+    ids = sorted(model.column("id").to_pylist())
+    table = ps.rewrite_position_delete_files(spark, table).table
+    table = ps.rewrite_data_files(spark, table, target_file_size_bytes=TARGET).table
+    for step in ("compacted", "expired"):
+        rows = read_java(java, local_path(table.metadata_location) or "")
+        assert sorted(rows.column("id").to_pylist()) == ids, step
+        table = ps.expire_snapshots(spark, table, older_than=timedelta(0)).table
