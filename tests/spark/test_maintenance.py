@@ -321,3 +321,98 @@ def test_java_reads_what_the_spark_maintenance_left(
         rows = read_java(java, local_path(table.metadata_location) or "")
         assert sorted(rows.column("id").to_pylist()) == ids, step
         table = ps.expire_snapshots(spark, table, older_than=timedelta(0)).table
+
+
+_KILLED_TASK = r"""
+import json, os, signal, sys, threading, time
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[2])  # tests/, for iceberg_fixtures
+from iceberg_fixtures import make_catalog
+import puffin.spark as ps
+from puffin.iceberg import create_sample_table, delete_rows, scan_table, upgrade_to_v3
+from puffin.iceberg.verify.orphans import find_orphans
+
+folder = Path(sys.argv[1])
+table = upgrade_to_v3(create_sample_table(make_catalog(folder), "db.t", rows=100_000, files=4))
+table = delete_rows(table, " or ".join(
+    f"(id >= {start} and id < {start + 100})" for start in range(0, 100_000, 25_000))).table
+fields = ("id", "_row_id")
+before = scan_table(table, selected_fields=fields).to_arrow().sort_by("id")
+spark = ps.local_session("local[2,2]")  # a failed task is tried once more
+data = folder / "db" / "t" / "data"
+known = set(os.listdir(data))
+killed = []
+
+def workers():
+    daemons = set()
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                line = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+        if b"pyspark.daemon" in line:
+            daemons.add(int(pid))
+
+    def ours(pid):  # this process's own Spark (other tests' sessions may run beside it)
+        for _ in range(20):
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [pid for pid, parent in parents.items() if parent in daemons and ours(parent)]
+
+def kill_when_writing():  # the first new data file appears: its writer dies mid-write
+    while True:
+        new = [n for n in os.listdir(data) if n not in known and n.endswith(".parquet")]
+        if new:
+            for pid in workers():
+                os.kill(pid, signal.SIGKILL)
+            killed.extend(new)
+            return
+        time.sleep(0.002)
+
+threading.Thread(target=kill_when_writing, daemon=True).start()
+started = time.time()
+result = ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0, statistics="none",
+                               target_file_size_bytes=1)
+seconds = time.time() - started
+after = scan_table(result.table, selected_fields=fields).to_arrow().sort_by("id")
+print("RESULT " + json.dumps({
+    "killed": killed, "rewritten": result.rewritten_files, "same": after.equals(before),
+    "seconds": seconds,
+    "orphans": [o.path for o in find_orphans(result.table)],
+    "left": [n for n in killed if (data / n).exists()],
+}))
+spark.stop()
+"""
+
+
+def test_a_killed_task_is_retried_and_leaves_no_file(tmp_path: Path) -> None:
+    """On ``local[2,2]`` the Python workers are killed as the first new data file appears:
+    Spark tries the tasks again, the job commits the retries' files, and the killed
+    attempts' half-written files are gone (found by their names, not by a listing). (Spark
+    notices a killed worker after about a minute, twice: the test takes two.)"""
+    import os
+    import subprocess
+    import sys
+
+    from _paths import ROOT, TESTS
+
+    script = tmp_path / "killed.py"
+    script.write_text(_KILLED_TASK)
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "PYSPARK_PYTHON")}
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "wh"), str(TESTS)],
+        capture_output=True, text=True, timeout=600, check=False, env=env, cwd=ROOT,
+    )  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, (done.stdout[-2000:], done.stderr[-4000:])
+    result = json.loads(lines[-1][len("RESULT ") :])
+    assert result["killed"] and result["rewritten"] == 4 and result["same"]
+    assert result["left"] == [] and result["orphans"] == []
