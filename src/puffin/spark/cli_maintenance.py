@@ -124,7 +124,7 @@ def _rewrite_deletes(args: argparse.Namespace, run: Runner) -> int:
     size = rewrite_deletes_size(args)
 
     def job(spark: SparkSession, table: Table) -> Any:
-        return table, rewrite_position_delete_files(spark, table, target_file_size_bytes=size)
+        return rewrite_position_delete_files(spark, table, target_file_size_bytes=size)
 
-    table, result = run(args, job)
-    return report_rewrite_deletes(args, f"spark {args.spark_command}", table, result)
+    result = run(args, job)
+    return report_rewrite_deletes(args, f"spark {args.spark_command}", result)

@@ -211,7 +211,7 @@ def _attempts(spark: SparkSession) -> int:
     (``local[N, F]``: F; ``local[N]``: 1), and two more for speculative copies."""
     conf = spark.conf
     master = str(conf.get("spark.master", "local[*]") or "")
-    if master.startswith("local"):
+    if master == "local" or master.startswith("local["):  # not local-cluster[...]
         inside = master.partition("[")[2].rstrip("]")
         failures = int(inside.split(",")[1]) if "," in inside else 1
     else:

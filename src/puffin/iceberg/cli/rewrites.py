@@ -175,8 +175,8 @@ _NOT_PRINTED = ("table", "attempts")
 def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.maintenance.rewrite_deletes import rewrite_position_delete_files
 
-    r = rewrite_position_delete_files(table, target_file_size_bytes=_size(args.target_size))
-    return report_rewrite_deletes(args, "table rewrite-deletes", table, r)
+    r = rewrite_position_delete_files(table, target_file_size_bytes=rewrite_deletes_size(args))
+    return report_rewrite_deletes(args, "table rewrite-deletes", r)
 
 
 def rewrite_deletes_size(args: argparse.Namespace) -> int | None:
@@ -184,10 +184,10 @@ def rewrite_deletes_size(args: argparse.Namespace) -> int | None:
     return _size(args.target_size)
 
 
-def report_rewrite_deletes(args: argparse.Namespace, command: str, table: Any, r: Any) -> int:
+def report_rewrite_deletes(args: argparse.Namespace, command: str, r: Any) -> int:
     """What ``puffin table|spark rewrite-deletes`` did (a ``RewriteDeletesResult``), in lines
     or as the JSON document ``command`` (docs/cli.md)."""
-    what = "vector(s)" if table.metadata.format_version >= 3 else "data file(s)' positions"
+    what = "vector(s)" if r.table.metadata.format_version >= 3 else "data file(s)' positions"
     done = [
         f"rewrote {r.files_before} delete file(s) into {r.files_after}: {r.vectors} "
         f"{what}, {r.deleted_rows} deleted rows; snapshot {r.snapshot_id}"

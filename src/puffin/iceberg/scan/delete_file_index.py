@@ -259,8 +259,9 @@ class DeleteFileIndex:
     def for_file(self, path: str, data_file: DataFile, sequence: int) -> AbstractSet[DataFile]:
         """The delete files that apply to the data file at ``path`` of data sequence number
         ``sequence`` (the plan's digest holds the three, so nothing else is read)."""
-        held = self._by_path.get(path)
-        by_path = None if held is None else _bucket(held)
+        by_path = self._by_path.get(path)
+        if isinstance(by_path, DeleteEntry):  # made a bucket once, kept for the next query
+            by_path = self._by_path[path] = _BySequence.holding(by_path)
         if not self._wide:  # only vectors (v3): most files of a plan have none
             if by_path is None:
                 return _NONE  # nothing allocated: see PlannedFile

@@ -293,8 +293,7 @@ def _digest(entries: Iterable[ManifestEntry]) -> _Digest:
         if content == DataFileContent.DATA:
             sequence = data_sequence(entry)
             planned = _with_deletes(data_file, (), sequence)
-            path = str(data_file.file_path).encode().decode()  # a copy: see below
-            data.append((path, data_file, sequence, planned))
+            data.append((str(data_file.file_path), data_file, sequence, planned))
         elif content in (DataFileContent.POSITION_DELETES, DataFileContent.EQUALITY_DELETES):
             deletes.append(DeleteEntry.of(entry))
         else:
