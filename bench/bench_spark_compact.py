@@ -7,21 +7,25 @@ gathered into one Puffin file. Registered once per contender on the same data, s
 compacts the same state; all rewrite every file (``min_deleted_fraction`` 0, Java's
 ``delete-file-threshold`` 1 and ``min-input-files`` 1) into files of the same target size, a
 quarter of the table's bytes, so that every contender has at least four files to write at
-once:
+once. Each contender runs ``--runs`` compactions, one after the other in one warm session of its
+own, each of its own copy of the state; the figures are their medians:
 
 * ours in one process: ``puffin.iceberg.rewrite_data_files`` in a child process;
-* ours on Spark: ``puffin.spark.rewrite_data_files`` in a child process holding a warm
-  ``local[1]`` or ``local[2]`` session (its JVM started and its Python workers made by a
-  compaction of a small table first; the figure is the second job alone), pyspark 4.3;
-* Iceberg Java 1.10.2: ``CALL system.rewrite_data_files`` in a warm Spark 3.5 ``local[2]``
-  session (tests/peers' Java server, the statement alone).
+* ours on Spark: ``puffin.spark.rewrite_data_files`` in a child process holding a
+  ``local[1]`` or ``local[2]`` session, pyspark 4.3, warmed by two compactions of a small
+  table (its JVM started, its Python workers made);
+* Iceberg Java 1.10.2: ``CALL system.rewrite_data_files`` in a Spark 3.5 ``local[2]``
+  session warmed the same way (tests/peers' Java server, the statements alone).
+
+The machine's own scaling is measured beside them: Parquet (the bulk of a compaction's work)
+written by one process and by two at once.
 
 Every result's rows are checked against the model (the rows less the ids the ranges cover),
 and the row ids of ours against the table before. Peak memory: each child's ``VmHWM``, and
 for Spark the largest Python worker's too (the JVM's is not counted).
 
 Run (after ``make peers``, on an idle machine):
-``.venv/bin/python bench/bench_spark_compact.py [--rows 10000000] [--files 20] [--runs 1]``
+``.venv/bin/python bench/bench_spark_compact.py [--rows 10000000] [--files 20] [--runs 3]``
 (``--smoke``: 20,000 rows in 4 files, 5 delete commits)
 """
 
@@ -38,6 +42,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
+from _child import run_child  # noqa: E402
 from bench_row_deletes import _load, make_base  # noqa: E402
 
 from peers.iceberg_java import JavaPeer  # noqa: E402
@@ -86,15 +91,18 @@ def _workers_peak_kib():
 _LOCAL_CHILD = r"""
 import json, sys, time
 from puffin.iceberg import local_catalog, rewrite_data_files
-table = local_catalog(sys.argv[1], create=False).load_table(sys.argv[2])
-start = time.perf_counter()
-result = rewrite_data_files(table, min_deleted_fraction=0.0, statistics="none",
-                            target_file_size_bytes=int(sys.argv[3]))
-seconds = time.perf_counter() - start
+catalog = local_catalog(sys.argv[1], create=False)
+seconds, rows = [], []
+for ident in sys.argv[3:]:  # one process: each compaction after the one before
+    table = catalog.load_table(ident)
+    start = time.perf_counter()
+    result = rewrite_data_files(table, min_deleted_fraction=0.0, statistics="none",
+                                target_file_size_bytes=int(sys.argv[2]))
+    seconds.append(time.perf_counter() - start)
+    rows.append(result.rows)
 with open("/proc/self/status") as f:
     peak = int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
-print(json.dumps({"seconds": seconds, "peak_kib": peak, "files": result.rewritten_files,
-                  "added": result.added_files, "rows": result.rows}))
+print(json.dumps({"seconds": seconds, "peak_kib": peak, "rows": rows}))
 """
 
 _SPARK_CHILD = _PEAK + r"""
@@ -102,24 +110,46 @@ import json, sys, time
 import puffin.spark as ps
 from puffin.iceberg import local_catalog
 catalog = local_catalog(sys.argv[1], create=False)
-spark = ps.local_session(sys.argv[4], memory="2g")
+spark = ps.local_session(sys.argv[3], memory="2g")
+seconds, rows = [], []
 try:
-    for warm in sys.argv[5:]:  # the warm-up: every worker made and used
+    for warm in sys.argv[4].split(","):  # the warm-up: every worker made and used
         ps.rewrite_data_files(spark, catalog.load_table(warm), min_deleted_fraction=0.0,
                               statistics="none", target_file_size_bytes=1)
-    table = catalog.load_table(sys.argv[2])
-    start = time.perf_counter()
-    result = ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0, statistics="none",
-                                   target_file_size_bytes=int(sys.argv[3]))
-    seconds = time.perf_counter() - start
+    for ident in sys.argv[5:]:  # one warm session: each job after the one before
+        table = catalog.load_table(ident)
+        start = time.perf_counter()
+        result = ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0,
+                                       statistics="none", target_file_size_bytes=int(sys.argv[2]))
+        seconds.append(time.perf_counter() - start)
+        rows.append(result.rows)
     workers = _workers_peak_kib()
 finally:
     spark.stop()
 print(json.dumps({"seconds": seconds, "peak_kib": _peak_kib("self"), "workers_kib": workers,
-                  "files": result.rewritten_files, "added": result.added_files,
-                  "rows": result.rows}))
+                  "rows": rows}))
 """
 
+#: The machine's own ceiling: Parquet written by one process twice over, then by two
+#: processes at once (the work a compaction's tasks are mostly made of).
+_CEILING_CHILD = r"""
+import io, json, time
+from multiprocessing import Process
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+n = 2_000_000
+rng = np.random.default_rng(1)
+t = pa.table({"id": np.arange(n), "k": rng.integers(0, 1000, n, dtype=np.int32),
+              "amount": rng.random(n), "name": pa.array([f"name-{i % 50000}" for i in range(n)])})
+def work(times):
+    for _ in range(times):
+        pq.write_table(t, io.BytesIO(), compression="zstd")
+work(1)
+start = time.perf_counter(); work(6); serial = time.perf_counter() - start
+start = time.perf_counter()
+both = [Process(target=work, args=(3,)) for _ in range(2)]
+[p.start() for p in both]; [p.join() for p in both]
+print(json.dumps({"ratio": serial / (time.perf_counter() - start)}))
+"""
 
 def _ranges(rows: int, files: int, commits: int) -> list[tuple[int, int]]:
     """``commits`` runs of ids, commit ``i`` in file ``i % files`` (0.1 % of the rows each)."""
@@ -141,13 +171,14 @@ def _lineage(table: Any) -> Any:
     return got.sort_by("id")
 
 
-def main(argv: list[str] | None = None) -> int:
-    from _child import run_child
+CONTENDERS = ("local", "spark local[1]", "spark local[2]", "java")
 
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3, help="jobs measured in each session")
     parser.add_argument("--smoke", action="store_true", help="20,000 rows, one run")
     args = parser.parse_args(argv)
     commits = 5 if args.smoke else 50
@@ -160,60 +191,65 @@ def main(argv: list[str] | None = None) -> int:
         ranges = _ranges(args.rows, args.files, commits)
         expected = args.rows - sum(hi - lo for lo, hi in ranges)
         _, warm_base, _ = make_base(folder / "warm", 20_000, 4)
-        warm = [f"warm{run}_{i}" for run in range(args.runs) for i in range(4)] + ["warm_java"]
-        for name in warm:  # compacted first by each session: its warm-up
+        warm = {c: [f"warm{i}_{n}" for n in range(2)] for i, c in enumerate(CONTENDERS)}
+        for name in (n for names in warm.values() for n in names):  # each session's warm-up
             _gathered(catalog, warm_base, name, ranges[:1])
-        before = None
-        times: dict[str, list[float]] = {}
-        peaks: dict[str, float] = {}
-        target = 0
-        for run in range(args.runs):
-            contenders = ("local", "spark local[1]", "spark local[2]", "java")
-            tables = {c: _gathered(catalog, base, f"r{run}_{i}", ranges)
-                      for i, c in enumerate(contenders)}  # fmt: skip
-            if before is None:
-                before = _lineage(tables["local"])
-                assert before.num_rows == expected
-                snapshot = tables["local"].current_snapshot()
-                data = int(snapshot.summary["total-files-size"])
-                target = max(1, data // 4)
-            for name in contenders[:-1]:  # Java's below, in its own session
-                ident = f"bench.r{run}_{contenders.index(name)}"
-                if name == "local":
-                    got = run_child(_LOCAL_CHILD, folder, ident, target)
-                else:
-                    master = name.split()[1]
-                    warm_up = [f"bench.warm{run}_{i}" for i in range(2 * (master == "local[2]"),
-                                                                    2 + 2 * (master == "local[2]"))]
-                    got = run_child(_SPARK_CHILD, folder, ident, target, master, *warm_up)
-                    peaks[f"{name} workers"] = got["workers_kib"] / 1024
-                times.setdefault(name, []).append(got["seconds"])
-                peaks[name] = got["peak_kib"] / 1024
-                after = _lineage(catalog.load_table(ident))
-                assert after.equals(before), name  # the same rows and row ids
-                print(name, f"{got['seconds']:.2f} s", got, flush=True)
-            with (
-                tempfile.TemporaryDirectory(prefix="bench-java-") as jtmp,
-                JavaPeer(Path(jtmp)) as java,
-            ):
-                java.sql(JAVA_COMPACT.format(name="bench.warm_java", target=1024), warehouse=folder)
-                ident = f"bench.r{run}_{contenders.index('java')}"
-                start = time.perf_counter()
-                java.sql(JAVA_COMPACT.format(name=ident, target=target), warehouse=folder)
-                times.setdefault("java", []).append(time.perf_counter() - start)
-            java_rows = scan_table(catalog.load_table(ident)).to_arrow().num_rows
-            assert java_rows == expected, java_rows
-    _report(args, commits, target, times, peaks)
+        tables = {c: [f"r{i}_{run}" for run in range(args.runs)] for i, c in enumerate(CONTENDERS)}
+        for name in (n for names in tables.values() for n in names):
+            _gathered(catalog, base, name, ranges)
+        before = _lineage(catalog.load_table(f"bench.{tables['local'][0]}"))
+        assert before.num_rows == expected
+        snapshot = catalog.load_table(f"bench.{tables['local'][0]}").current_snapshot()
+        target = max(1, int(snapshot.summary["total-files-size"]) // 4)
+        times, peaks = _measure(folder, target, warm, tables)
+        for name, idents in tables.items():
+            for ident in idents:
+                table = catalog.load_table(f"bench.{ident}")
+                if name == "java":  # its rows counted against the model
+                    assert scan_table(table).to_arrow().num_rows == expected, ident
+                else:  # the same rows and row ids
+                    assert _lineage(table).equals(before), (name, ident)
+        ceiling = statistics.median(run_child(_CEILING_CHILD)["ratio"] for _ in range(3))
+    _report(args, commits, target, times, peaks, ceiling)
     return 0
+
+
+def _measure(
+    folder: Path, target: int, warm: dict[str, list[str]], tables: dict[str, list[str]]
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each contender's jobs in one warm session of its own: seconds, and peak MiB."""
+    times: dict[str, list[float]] = {}
+    peaks: dict[str, float] = {}
+    for name in CONTENDERS[:-1]:  # Java's below, in its own session
+        idents = [f"bench.{t}" for t in tables[name]]
+        if name == "local":
+            got = run_child(_LOCAL_CHILD, folder, target, *idents)
+        else:
+            warm_up = ",".join(f"bench.{t}" for t in warm[name])
+            got = run_child(_SPARK_CHILD, folder, target, name.split()[1], warm_up, *idents)
+            peaks[f"{name} workers"] = got["workers_kib"] / 1024
+        times[name] = got["seconds"]
+        peaks[name] = got["peak_kib"] / 1024
+        print(name, " ".join(f"{t:.2f}" for t in got["seconds"]), "s", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-java-") as jtmp, JavaPeer(Path(jtmp)) as java:
+        for ident in warm["java"]:
+            java.sql(JAVA_COMPACT.format(name=f"bench.{ident}", target=1024), warehouse=folder)
+        for ident in tables["java"]:
+            start = time.perf_counter()
+            java.sql(JAVA_COMPACT.format(name=f"bench.{ident}", target=target), warehouse=folder)
+            times.setdefault("java", []).append(time.perf_counter() - start)
+    print("java", " ".join(f"{t:.2f}" for t in times["java"]), "s", flush=True)
+    return times, peaks
 
 
 def _report(
     args: argparse.Namespace, commits: int, target: int, times: dict[str, list[float]],
-    peaks: dict[str, float],
+    peaks: dict[str, float], ceiling: float,
 ) -> None:  # fmt: skip
     best = {name: statistics.median(t) for name, t in times.items()}
     print(f"\n{args.rows:,} rows in {args.files} files, {commits} delete commits gathered; every "
-          f"file rewritten into files of {target / 2**20:.0f} MiB; medians of {args.runs} run(s)")
+          f"file rewritten into files of {target / 2**20:.0f} MiB; medians of {args.runs} jobs "
+          "in one warm session each")
     print("| compaction | seconds | / Java | / local[2] | peak RSS (MiB) |")
     print("| --- | --- | --- | --- | --- |")
     for name, seconds in best.items():
@@ -224,6 +260,8 @@ def _report(
         print(f"| {name} | {seconds:.2f} | {seconds / best['java']:.2f}x | "
               f"{seconds / best['spark local[2]']:.2f}x | {memory} |")
     print(f"\nlocal[1] / local[2]: {best['spark local[1]'] / best['spark local[2]']:.2f}x")
+    print(f"the machine's own: Parquet written by two processes at once, against one: "
+          f"{ceiling:.2f}x (median of 3)")
     print(_load())
 
 

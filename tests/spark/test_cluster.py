@@ -11,7 +11,7 @@ deletion vectors equal to a model computed with pyarrow from the condition alone
 compaction written on the executors leaves the rows and row ids it found, and no orphan, as
 its single-process twin does, and gathering position deletes and expiring snapshots there
 write and delete what their twins do (tests/spark/test_maintenance.py: the model, on
-``local[2]``).
+``local[2]``); Iceberg Java 1.10.2 then reads the model's rows from what they left.
 
 Then the cluster as nodes that were not prepared: the worker's ``python3`` lacks this library.
 ``puffin spark dv --commit`` stops before any work with one line naming the executors'
@@ -278,6 +278,10 @@ out["expired_files"] = [
     {k: n for k, (n, _) in local_expired.deleted.items()},
 ]
 out["expired_rows"] = lineage(expired.table).equals(before)
+out["for_java"] = {  # what Java reads after: ids 500-4999 in each
+    "compacted, then expired": local_path(expired.table.metadata_location),
+    "position deletes gathered": local_path(gathered.table.metadata_location),
+}
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
@@ -297,7 +301,9 @@ def _run_jobs(master: str, tmp: Path) -> dict[str, Any]:
     return result
 
 
-def _expected(result: dict[str, Any]) -> None:
+def _expected(result: dict[str, Any], java: Any) -> None:
+    from peers.iceberg_java import read_java
+
     assert result["stats_equal"] and result["stats_columns"] >= 9
     assert result["dv_files"] == 2 and result["dv_model"] and result["dv_bytes"]
     assert result["migrated_v3"] and result["migrated_model"]
@@ -308,18 +314,23 @@ def _expected(result: dict[str, Any]) -> None:
     assert result["gathered"] == [1, 1500, 1, 1500]
     files, twin_files = result["expired_files"]
     assert files == twin_files and files.get("data") == 4 and result["expired_rows"]
+    for step, metadata in result["for_java"].items():  # Iceberg Java reads the model's rows
+        ids = read_java(java, metadata).column("id").to_pylist()
+        assert sorted(ids) == list(range(500, 5000)), step
 
 
-def test_jobs_on_a_standalone_cluster(standalone: str, tmp_path: Path) -> None:
+def test_jobs_on_a_standalone_cluster(standalone: str, java: Any, tmp_path: Path) -> None:
     result = _run_jobs(standalone, tmp_path)
     assert result["remote"] is False
-    _expected(result)
+    _expected(result, java)
 
 
-def test_jobs_on_sparks_own_connect_server(connect_server: str, tmp_path: Path) -> None:
+def test_jobs_on_sparks_own_connect_server(
+    connect_server: str, java: Any, tmp_path: Path
+) -> None:
     result = _run_jobs(connect_server, tmp_path)
     assert result["remote"] is True
-    _expected(result)
+    _expected(result, java)
 
 
 def _sample(folder: Path) -> None:

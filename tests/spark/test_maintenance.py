@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +128,44 @@ def test_partial_progress_commits_each_batch_once_written(spark: Any, tmp_path: 
     assert (result.commits, result.failed_groups, result.rewritten_files) == (2, 0, 4)
     assert _rows(result.table, True).equals(before) and _rows(result.table, False).equals(model)
     assert not find_orphans(result.table)
+
+
+def test_an_interrupt_after_a_batch_committed_exits_4_and_leaves_no_file(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Ctrl-C once the second batch's files are written on the executors, before its
+    commit: the first batch's snapshot stays, the command exits 4 naming the groups left,
+    and the second batch's files are removed."""
+    from puffin.cli import main
+    from puffin.iceberg import local_catalog
+    from puffin.spark import compact as spark_compact
+
+    table, model = _deleted(tmp_path)
+    before = _rows(table, True)
+    real = spark_compact._SparkRewriter.__call__
+    written: list[list[str]] = []
+
+    def interrupted(self: Any, *args: Any) -> Any:
+        added = real(self, *args)
+        written.append([str(f.file_path) for f in added])
+        if len(written) == 2:
+            raise KeyboardInterrupt
+        return added
+
+    monkeypatch.setattr(spark_compact._SparkRewriter, "__call__", interrupted)
+    command = ["spark", "compact", "db.t", "--target-size", str(TARGET), "--no-statistics"]
+    status = main([*command, "--partial-progress", "3", "--master", "local[2]",
+                   "--warehouse", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 4, err
+    table = local_catalog(tmp_path, create=False).load_table("db.t")
+    assert str(table.current_snapshot().snapshot_id) in err and "2 file groups" in err
+    assert len(written) == 2 and written[1]
+    assert not any(Path(local_path(p)).exists() for p in written[1])
+    assert all(Path(local_path(p)).exists() for p in written[0])  # the first batch's, kept
+    assert _rows(table, True).equals(before) and _rows(table, False).equals(model)
+    assert not find_orphans(table)
 
 
 def test_the_command_line_prints_what_table_compact_prints(
@@ -294,14 +331,6 @@ def test_position_deletes_rewritten_from_positions_read_on_the_executors(
     assert [doc[c] for c in counts] == [getattr(local, c) for c in counts]
     table = local_catalog(tmp_path / "cli", create=False).load_table("db.t")
     assert _rows(table, False).equals(model)
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from peers.iceberg_java import JavaPeer
-
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer
 
 
 def test_java_reads_what_the_spark_maintenance_left(
