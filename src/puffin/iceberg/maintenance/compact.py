@@ -24,22 +24,23 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from puffin.errors import InterruptedAfterCommit, UsageError
-from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.rows import require_v2_or_v3
-from puffin.iceberg.maintenance.file_groups import FileGroup, pack
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import (
-    DeleteIndex,
-    deletion_vector_refs,
-    is_equality_delete,
-    live_delete_files,
+from puffin.iceberg.maintenance.file_groups import (
+    Choice,
+    FileGroup,
+    choose_files,
+    pack,
+    planned_files,
+    unapplied_equality_deletes,
 )
+from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.delete_filter import DeleteFilter
-from puffin.iceberg.scan.plan import PlannedFile, plan_files, planned_from_tasks
+from puffin.iceberg.scan.plan import PlannedFile
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.writes.append import statistics_left
 from puffin.iceberg.writes.rewrite import (
@@ -57,11 +58,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CompactOptions", "CompactResult", "Rewriter", "compact", "rewrite_data_files"]
 
-#: Java's ``rewrite_data_files`` defaults: ``delete-ratio-threshold`` (0.3),
-#: ``min-input-files`` (5), ``min-file-size-bytes`` (75 % of the target size).
+#: Java's ``rewrite_data_files`` defaults: ``delete-ratio-threshold`` (0.3) and
+#: ``min-input-files`` (5).
 DEFAULT_MIN_DELETED_FRACTION = 0.3
 DEFAULT_MIN_INPUT_FILES = 5
-MIN_SIZE_OF_TARGET = 0.75
 
 
 @dataclass(frozen=True)
@@ -93,19 +93,6 @@ class CompactResult:
     failed_groups: int = 0
     #: the first failed batch's error, one line ("" if none failed)
     first_failure: str = ""
-
-
-@dataclass(frozen=True)
-class _Choice:
-    groups: dict[tuple[int, Any], list[PlannedFile]]
-    deleted: dict[str, int]
-
-    def among(self, paths: frozenset[str]) -> _Choice:
-        """Only the chosen files at ``paths`` (a batch of file groups)."""
-        groups = {key: [p for p in files if p.path in paths] for key, files in self.groups.items()}
-        kept = {key: files for key, files in groups.items() if files}
-        deleted = {path: n for path, n in self.deleted.items() if path in paths}
-        return _Choice(kept, deleted)
 
 
 #: What writes the chosen files again: ``(table, snapshot, deletes, groups, target size,
@@ -191,11 +178,11 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
     row_filter = None if options.where is None else check_where(table, options.where)
     target = options.target_file_size_bytes or target_file_size(table)
 
-    def choose(table: Table, snapshot: Snapshot) -> tuple[DeleteFilter, list[PlannedFile], _Choice]:
+    def choose(table: Table, snapshot: Snapshot) -> tuple[DeleteFilter, list[PlannedFile], Choice]:
         index = DeleteFilter(table, snapshot)
-        planned = _planned(table, row_filter)
+        planned = planned_files(table, row_filter)
         fraction, inputs = options.min_deleted_fraction, options.min_input_files
-        return index, planned, _choose(index, planned, fraction, inputs, target)
+        return index, planned, choose_files(index, planned, fraction, inputs, target)
 
     def attempt(
         table: Table, number: int, written: list[str], only: frozenset[str] | None = None
@@ -210,7 +197,7 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
             return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
         added = rewriter(table, snapshot, index, choice.groups, target, written)
         whole = planned if row_filter is None else None  # ``where`` left files out of it
-        dropped = _unapplied_equality_deletes(table, snapshot, choice, whole)
+        dropped = unapplied_equality_deletes(table, snapshot, choice, whole)
         return _commit(table, snapshot, choice, added, written, number, dropped)
 
     snapshot = table.current_snapshot()
@@ -306,7 +293,7 @@ def _check(fraction: float, inputs: int, target: int | None, statistics: str) ->
 def _commit(
     table: Table,
     snapshot: Snapshot,
-    choice: _Choice,
+    choice: Choice,
     added: list[DataFile],
     written: list[str],
     number: int,
@@ -344,56 +331,6 @@ def _commit(
         attempts=number,
         removed_equality_deletes=len(dropped),
     )
-
-
-def _planned(table: Table, row_filter: BooleanExpression | None) -> list[PlannedFile]:
-    from pyiceberg.expressions import AlwaysTrue
-
-    scan = table.scan(row_filter=row_filter if row_filter is not None else AlwaysTrue())
-    return planned_from_tasks(scan, equality=True)
-
-
-def _unapplied_equality_deletes(
-    table: Table, snapshot: Snapshot, choice: _Choice, planned: list[PlannedFile] | None
-) -> frozenset[tuple[str, None]]:
-    """The snapshot's equality delete files that apply to no data file left after the
-    rewrite (the new files, of a later sequence number, are not theirs to delete from), as
-    Java 1.10.2's compaction drops them. ``planned``: the snapshot's whole plan, if made."""
-    every = [key for key, d in live_delete_files(table, snapshot).items() if is_equality_delete(d)]
-    if not every:
-        return frozenset()
-    chosen = {p.path for files in choice.groups.values() for p in files}
-    kept = planned if planned is not None else plan_files(table, snapshot, equality=True)
-    applying = {str(d.file_path) for p in kept if p.path not in chosen for d in p.equality_deletes}
-    return frozenset((path, None) for path, _ in every if path not in applying)
-
-
-def _choose(
-    index: DeleteIndex,
-    planned: list[PlannedFile],
-    min_fraction: float,
-    min_inputs: int,
-    target: int,
-) -> _Choice:
-    """The files to rewrite, by partition: heavily deleted ones, and small ones when a
-    partition has enough of them or is rewritten anyway."""
-    min_size = int(target * MIN_SIZE_OF_TARGET)
-    by_partition: dict[tuple[int, Any], list[PlannedFile]] = {}
-    for p in planned:
-        by_partition.setdefault((p.data_file.spec_id, p.data_file.partition), []).append(p)
-    groups: dict[tuple[int, Any], list[PlannedFile]] = {}
-    deleted: dict[str, int] = {}
-    for key, files in by_partition.items():
-        counts = {p.path: len(live_positions(index, p)) for p in files}
-        heavy = [
-            p for p in files if counts[p.path] and counts[p.path] >= min_fraction * p.record_count
-        ]
-        small = [p for p in files if p not in heavy and p.data_file.file_size_in_bytes < min_size]
-        chosen = heavy + (small if len(small) >= min_inputs or (heavy and small) else [])
-        if chosen:
-            groups[key] = sorted(chosen, key=lambda p: p.path)
-            deleted.update((p.path, counts[p.path]) for p in chosen)
-    return _Choice(groups, deleted)
 
 
 def _with_statistics(result: CompactResult, progress: bool | None) -> CompactResult:
