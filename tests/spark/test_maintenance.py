@@ -259,11 +259,43 @@ def _plant_orphans(table: Any) -> list[str]:
     return planted[:4]  # the hidden ones are never listed
 
 
+def _not_on_the_driver(*args: Any) -> bool:
+    raise AssertionError("an orphan was deleted on the driver")
+
+
+def test_an_orphan_task_reports_files_gone_and_outside_the_table(tmp_path: Path) -> None:
+    """What a Spark task of the orphan cleanup sends back, run here: the set-aside file it
+    deleted (by kind and bytes), and one found gone; an expiry's task notes a location
+    outside the table as skipped, not gone."""
+    from puffin.spark.file_tasks import TableRef
+    from puffin.spark.table_files import _task
+
+    table, _ = _deleted(tmp_path)
+    folder = Path(local_path(table.location())) / "data"
+    aside = folder / ".x.parquet.puffin-set-aside"
+    aside.write_bytes(b"12345")
+    ref = TableRef.of(table, table.current_snapshot())
+    batch = pa.record_batch({"location": [str(aside), str(folder / ".gone")],
+                             "kind": ["data", "data"]})  # fmt: skip
+    out = pa.Table.from_batches(list(_task(ref, (), True)(iter([batch])))).to_pylist()
+    gone = str(folder / ".gone")
+    assert out == [
+        {"kind": "data", "files": 1, "bytes": 5, "skipped": None, "gone": None},
+        {"kind": None, "files": None, "bytes": None, "skipped": None, "gone": gone},
+    ]
+    assert not aside.exists()
+    batch = pa.record_batch({"location": [str(tmp_path / "elsewhere")], "kind": ["data"]})
+    out = pa.Table.from_batches(list(_task(ref, (), False)(iter([batch])))).to_pylist()
+    assert out == [{"kind": None, "files": None, "bytes": None,
+                    "skipped": str(tmp_path / "elsewhere"), "gone": None}]  # fmt: skip
+
+
 def test_orphan_cleanup_lists_on_the_executors_what_local_cleanup_lists(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from puffin.cli import main
     from puffin.iceberg import remove_orphan_files
+    from puffin.iceberg.maintenance.guard import Deletions
     from puffin.iceberg.verify.orphans import listed_files
     from puffin.spark.table_files import list_on_executors
 
@@ -276,7 +308,9 @@ def test_orphan_cleanup_lists_on_the_executors_what_local_cleanup_lists(
     for per_core in (0, 1, 64):  # a task walks the root; the driver opens one level; all
         assert sorted(list_on_executors(spark, per_core)(root)) == sorted(listed_files(root))
     here = remove_orphan_files(tables[0])
-    there = ps.remove_orphan_files(spark, tables[1])
+    with pytest.MonkeyPatch.context() as patch:  # the driver deletes nothing itself
+        patch.setattr(Deletions, "finish", _not_on_the_driver)
+        there = ps.remove_orphan_files(spark, tables[1])
 
     def relative(result: Any, table: Any) -> list[str]:
         root = Path(local_path(table.location()))

@@ -1,5 +1,5 @@
 """A maintenance job's file work spread over Spark's executors: the deletes of
-:func:`expire_snapshots`, the folder listing of :func:`remove_orphan_files`.
+:func:`expire_snapshots`, the folder listing and deletes of :func:`remove_orphan_files`.
 
 The driver decides what to delete, as the single-process job does (for an expiry: the commit
 first, then the files only the expired snapshots reached, read again after the commit). The
@@ -13,9 +13,10 @@ client at once, not one process's.
 An orphan cleanup's listing: the driver lists the top of the table's folder until it has a
 few folders per core, and each task walks one folder with the single-process job's rules
 (:func:`~puffin.iceberg.verify.orphans.listed_files`: hidden names left out); the driver
-then chooses, sets aside, reads the references again and deletes as the single-process job
-does (the executors must see the same file system: a local or mounted folder, which is all
-the orphan cleanup lists).
+then chooses, sets each orphan aside through the guard and reads the references again, as
+the single-process job does, and the orphans still unreferenced are deleted on the
+executors (which must see the same file system: a local or mounted folder, which is all the
+orphan cleanup lists).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from puffin.iceberg.maintenance.expire import ExpireResult
 from puffin.iceberg.maintenance.expire import expire_snapshots as expire_here
-from puffin.iceberg.maintenance.orphans import OrphanResult
+from puffin.iceberg.maintenance.orphans import Finisher, OrphanResult
 from puffin.iceberg.maintenance.orphans import remove_orphan_files as remove_here
 from puffin.iceberg.verify.orphans import DEFAULT_OLDER_THAN, Listed
 
@@ -38,10 +39,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from puffin.iceberg.metadata.retention import OlderThan
     from puffin.spark.file_tasks import TableRef
 
-__all__ = ["delete_on_executors", "expire_snapshots", "list_on_executors", "remove_orphan_files"]
+__all__ = [
+    "delete_on_executors",
+    "expire_snapshots",
+    "finish_on_executors",
+    "list_on_executors",
+    "remove_orphan_files",
+]
 
-#: A task's report: a row per kind deleted (``skipped`` null), a row per location skipped.
-RESULT_SCHEMA = "kind string, files long, bytes long, skipped string"
+#: A task's report: a row per kind deleted, then one per location skipped (outside the
+#: table) and one per location found gone.
+RESULT_SCHEMA = "kind string, files long, bytes long, skipped string, gone string"
 
 
 def expire_snapshots(
@@ -81,9 +89,9 @@ def remove_orphan_files(
     allow_prefixes: Iterable[str] = (),
     allow_short_grace_period: bool = False,
 ) -> OrphanResult:
-    """:func:`puffin.iceberg.remove_orphan_files` with the table's folder listed on Spark's
-    executors: the same grace period, guard, set-aside and second reading of the
-    references, on the driver.
+    """:func:`puffin.iceberg.remove_orphan_files` with the table's folder listed and the
+    orphans deleted on Spark's executors: the same grace period, guard, set-aside and
+    second reading of the references, on the driver.
 
     Example::
 
@@ -99,6 +107,7 @@ def remove_orphan_files(
         allow_prefixes=allow_prefixes,
         allow_short_grace_period=allow_short_grace_period,
         lister=list_on_executors(spark),
+        finisher=finish_on_executors(spark),
     )
 
 
@@ -170,39 +179,66 @@ def delete_on_executors(
     executors, each through the guard of the table the driver's ``Deletions`` holds."""
 
     def deleter(deletions: Deletions, files: Sequence[tuple[str, str]]) -> None:
-        import pyarrow as pa
-
-        from puffin.iceberg.maintenance.guard import Deletions as Guard
-        from puffin.spark.file_tasks import TableRef
-        from puffin.spark.preflight import python_tasks
-
-        if not files:
-            return
-        table = deletions.table
-        snapshot = table.current_snapshot()
-        if snapshot is None:  # nothing to load the table by: delete here
-            for location, kind in files:
-                deletions.delete(location, kind)
-            return
-        rows = pa.table({"location": [f for f, _ in files], "kind": [k for _, k in files]})
-        task = _task(TableRef.of(table, snapshot), tuple(allow_prefixes))
-        with python_tasks(spark):
-            got = spark.createDataFrame(rows).mapInArrow(task, RESULT_SCHEMA).collect()
-        theirs = Guard(table, deletions.locations)
-        for row in got:
-            if row["skipped"] is not None:
-                theirs.skipped_outside_table.append(row["skipped"])
-                continue
-            tally = theirs.deleted.setdefault(row["kind"], [0, 0])
-            tally[0] += row["files"]
-            tally[1] += row["bytes"]
-        deletions.add(theirs)
+        _on_executors(spark, deletions, files, tuple(allow_prefixes), finish=False)
 
     return deleter
 
 
+def finish_on_executors(spark: SparkSession) -> Finisher:
+    """A :data:`~puffin.iceberg.maintenance.orphans.Finisher`: the set-aside orphans
+    deleted for good on the executors."""
+
+    def finisher(deletions: Deletions, files: Sequence[tuple[str, str]]) -> set[str]:
+        return _on_executors(spark, deletions, files, (), finish=True)
+
+    return finisher
+
+
+def _on_executors(
+    spark: SparkSession,
+    deletions: Deletions,
+    files: Sequence[tuple[str, str]],
+    allow_prefixes: tuple[str, ...],
+    *,
+    finish: bool,
+) -> set[str]:
+    """``files`` (location, kind) deleted by Spark tasks (``finish``: set-aside files,
+    :meth:`Deletions.finish`; else :meth:`Deletions.delete`), counted into ``deletions``;
+    the locations found gone."""
+    import pyarrow as pa
+
+    from puffin.iceberg.maintenance.guard import Deletions as Guard
+    from puffin.spark.file_tasks import TableRef
+    from puffin.spark.preflight import python_tasks
+
+    if not files:
+        return set()
+    table = deletions.table
+    snapshot = table.current_snapshot()
+    if snapshot is None:  # nothing to load the table by: here
+        done = deletions.finish if finish else deletions.delete
+        return {location for location, kind in files if not done(location, kind)}
+    rows = pa.table({"location": [f for f, _ in files], "kind": [k for _, k in files]})
+    task = _task(TableRef.of(table, snapshot), allow_prefixes, finish)
+    with python_tasks(spark):
+        got = spark.createDataFrame(rows).mapInArrow(task, RESULT_SCHEMA).collect()
+    theirs = Guard(table, deletions.locations)
+    gone: set[str] = set()
+    for row in got:
+        if row["gone"] is not None:
+            gone.add(row["gone"])
+        elif row["skipped"] is not None:
+            theirs.skipped_outside_table.append(row["skipped"])
+        else:
+            tally = theirs.deleted.setdefault(row["kind"], [0, 0])
+            tally[0] += row["files"]
+            tally[1] += row["bytes"]
+    deletions.add(theirs)
+    return gone
+
+
 def _task(
-    ref: TableRef, allow_prefixes: tuple[str, ...]
+    ref: TableRef, allow_prefixes: tuple[str, ...], finish: bool
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: the task's locations deleted through the guard."""
 
@@ -213,22 +249,30 @@ def _task(
 
         table, _ = ref.load()
         deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
+        done = deletions.finish if finish else deletions.delete
+        gone: list[str] = []
         for batch in batches:
             locations = batch.column("location").to_pylist()
             kinds = batch.column("kind").to_pylist()
             for location, kind in zip(locations, kinds, strict=True):
-                deletions.delete(location, kind)
+                if not done(location, kind):
+                    gone.append(location)
         counted = sorted(deletions.deleted.items())
         skipped = deletions.skipped_outside_table
+        outside = set(skipped)  # delete() is False for these too
+        gone = [g for g in gone if g not in outside]
+        nulls = [None] * (len(skipped) + len(gone))
         yield pa.RecordBatch.from_pydict(
             {
-                "kind": [k for k, _ in counted] + [None] * len(skipped),
-                "files": [n for _, (n, _) in counted] + [None] * len(skipped),
-                "bytes": [b for _, (_, b) in counted] + [None] * len(skipped),
-                "skipped": [None] * len(counted) + list(skipped),
+                "kind": [k for k, _ in counted] + nulls,
+                "files": [n for _, (n, _) in counted] + nulls,
+                "bytes": [b for _, (_, b) in counted] + nulls,
+                "skipped": [None] * len(counted) + list(skipped) + [None] * len(gone),
+                "gone": [None] * (len(counted) + len(skipped)) + gone,
             },
             schema=pa.schema([("kind", pa.string()), ("files", pa.int64()),
-                              ("bytes", pa.int64()), ("skipped", pa.string())]),
+                              ("bytes", pa.int64()), ("skipped", pa.string()),
+                              ("gone", pa.string())]),
         )  # fmt: skip
 
     return run

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,7 +52,7 @@ from puffin.io.locations import local_path, location_key
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-__all__ = ["MIN_GRACE_PERIOD", "OrphanResult", "remove_orphan_files"]
+__all__ = ["MIN_GRACE_PERIOD", "Finisher", "OrphanResult", "finish_here", "remove_orphan_files"]
 
 #: A shorter grace period needs ``allow_short_grace_period=True``.
 MIN_GRACE_PERIOD = datetime.timedelta(hours=24)
@@ -60,6 +60,18 @@ MIN_GRACE_PERIOD = datetime.timedelta(hours=24)
 IN_FLIGHT_WINDOW = datetime.timedelta(minutes=10)
 # Reads of the references, when commits that failed meanwhile took their files away.
 _READS = 3
+
+
+#: What deletes set-aside orphans for good: ``(deletions, [(set-aside path, kind)])`` -> the
+#: set-aside paths found gone; what it deletes is counted in ``deletions``
+#: (:func:`finish_here` in this process; Spark's executors for
+#: :func:`puffin.spark.remove_orphan_files`).
+Finisher = Callable[[Deletions, Sequence[tuple[str, str]]], set[str]]
+
+
+def finish_here(deletions: Deletions, files: Sequence[tuple[str, str]]) -> set[str]:
+    """The :data:`Finisher` of this process: each set-aside file deleted in turn."""
+    return {aside for aside, kind in files if not deletions.finish(aside, kind)}
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,7 @@ def remove_orphan_files(
     allow_prefixes: Iterable[str] = (),
     allow_short_grace_period: bool = False,
     lister: Lister = listed_files,
+    finisher: Finisher = finish_here,
 ) -> OrphanResult:
     """Delete the files under the table's location that nothing references and that are
     older than ``older_than`` (``dry_run``: only list them).
@@ -98,7 +111,8 @@ def remove_orphan_files(
     writer's files are orphans until its commit lands). Raises
     :class:`~puffin.errors.NewerMetadataError` when the metadata folder holds metadata newer
     than the catalog's that is no commit in flight (see the module's docstring).
-    ``lister`` lists the table's folder (in this process by default; Spark's executors for
+    ``lister`` lists the table's folder and ``finisher`` deletes the orphans once set aside
+    and checked (both in this process by default; Spark's executors for
     :func:`puffin.spark.remove_orphan_files`).
 
     Example::
@@ -127,7 +141,7 @@ def remove_orphan_files(
         removed = [o for o in chosen if o.path not in kept]
         return OrphanResult(chosen, dry_run, removed, {}, kept, restored=restored)
     aside = [(o, deletions.set_aside(o.path)) for o in chosen]
-    removed, kept_referenced = _finish(table, grace, deletions, aside)
+    removed, kept_referenced = _finish(table, grace, deletions, aside, finisher)
     return OrphanResult(
         chosen,
         dry_run,
@@ -144,9 +158,11 @@ def _finish(
     grace: datetime.timedelta,
     deletions: Deletions,
     aside: list[tuple[Orphan, str | None]],
+    finisher: Finisher,
 ) -> tuple[list[Orphan], list[str]]:
     """Read the references again, put back what a commit took meanwhile, delete the rest.
-    Any failure or interrupt before the deletes puts every set-aside file back."""
+    Any failure or interrupt before the deletes puts every set-aside file back (one during
+    them leaves the rest set aside: the next cleanup puts them back first)."""
     pending = {location_key(o.path): (o, a) for o, a in aside if a is not None}
     kept: list[str] = []
 
@@ -162,14 +178,15 @@ def _finish(
         for o, a in pending.values():
             deletions.restore(a, _local(o.path))
         raise
-    removed: list[Orphan] = []
+    doomed: list[tuple[Orphan, str]] = []
     for key, (o, a) in sorted(pending.items()):
         if key in again:
             deletions.restore(a, _local(o.path))
             kept.append(o.path)
-        elif deletions.finish(a, o.kind):
-            removed.append(o)
-    return removed, sorted(kept)
+        else:
+            doomed.append((o, a))
+    gone = finisher(deletions, [(a, o.kind) for o, a in doomed])
+    return [o for o, a in doomed if a not in gone], sorted(kept)
 
 
 def _protected(
