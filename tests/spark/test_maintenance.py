@@ -202,6 +202,29 @@ def test_a_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: 
     assert not find_orphans(table)
 
 
+def test_a_task_still_running_when_the_job_fails_leaves_no_file(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Eight bins in two tasks of four; the second task fails at its third bin while the
+    first is still writing its own: no file of the job is left when it has failed, nor
+    appears in the seconds after (the running task is stopped, not left to open its next
+    bin's file after the driver's cleanup)."""
+    table = create_sample_table(make_catalog(tmp_path), "db.t", rows=320_000, files=16, seed=2)
+    planned = plan_files(table, table.current_snapshot())
+    size = max(p.data_file.file_size_in_bytes for p in planned)
+    bins = pack({(0, None): planned}, 2 * size)
+    assert len(bins) == 8
+    Path(local_path(bins[6][1][-1].path)).unlink()
+    data = Path(local_path(table.location())) / "data"
+    before = set(data.rglob("*.parquet"))
+    with pytest.raises(PythonWorkerError, match="FileNotFoundError"):
+        ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0, min_input_files=1,
+                              target_file_size_bytes=2 * size, statistics="none")  # fmt: skip
+    for _ in range(30):
+        assert set(data.rglob("*.parquet")) == before
+        time.sleep(0.1)
+
+
 def test_expiry_deletes_on_the_executors_what_local_expiry_deletes(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
