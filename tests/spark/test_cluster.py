@@ -4,14 +4,17 @@ pyspark in ``.venv`` (no other download):
 - a standalone master and a worker, each its own JVM (``spark-class ...Master`` / ``...Worker``);
 - Apache Spark's own Connect server (``spark-class ...SparkConnectServer``).
 
-On each, statistics (the ``arrow`` engine, so Python workers run), ``delete_rows`` committed
-and the v2 -> v3 migration give the same sketches and deletion vectors as the single-process
-library, byte for byte (which tests/spark/test_spark.py shows ``local[2]`` gives too), and
-deletion vectors equal to a model computed with pyarrow from the condition alone; a
+On each (the standalone worker's ``python3`` lacks this library, so the driver ships its
+environment there), statistics (the ``arrow`` engine, so Python workers run),
+``delete_rows`` committed and the v2 -> v3 migration give the same sketches and deletion
+vectors as the single-process library, byte for byte (which tests/spark/test_spark.py shows
+``local[2]`` gives too), and deletion vectors equal to a model computed with pyarrow from the
+condition alone; a
 compaction written on the executors leaves the rows and row ids it found, and no orphan, as
-its single-process twin does, and gathering position deletes and expiring snapshots there
-write and delete what their twins do (tests/spark/test_maintenance.py: the model, on
-``local[2]``); Iceberg Java 1.10.2 then reads the model's rows from what they left.
+its single-process twin does, and gathering position deletes, expiring snapshots and
+removing orphans there write and delete what their twins do (tests/spark/test_maintenance.py:
+the model, on ``local[2]``); pyiceberg and Iceberg Java 1.10.2 then read the model's rows
+from what they left.
 
 Then the cluster as nodes that were not prepared: the worker's ``python3`` lacks this library.
 ``puffin spark dv --commit`` stops before any work with one line naming the executors'
@@ -200,8 +203,8 @@ from puffin.iceberg import (
 from puffin.io.locations import local_path
 
 master, folder = sys.argv[1], sys.argv[2]
-conf = {} if master.startswith("sc://") else {"spark.pyspark.python": sys.executable}
-spark = ps.local_session(master, conf=conf)
+# the standalone worker's python3 lacks this library: the driver's environment is shipped
+spark = ps.local_session(master, ship_environment=not master.startswith("sc://"))
 catalog = make_catalog(folder)
 table = create_sample_table(
     catalog, "db.t", rows=12000, files=2, properties={"write.parquet.row-group-limit": "1000"}
@@ -278,10 +281,32 @@ out["expired_files"] = [
     {k: n for k, (n, _) in local_expired.deleted.items()},
 ]
 out["expired_rows"] = lineage(expired.table).equals(before)
+
+import os, time
+from puffin.iceberg import remove_orphan_files
+
+def orphaned(t):  # a stray file four days old, where the listing must go down to find it
+    path = os.path.join(local_path(t.location()), "data", "stray", "old.parquet")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "wb") as f:
+        f.write(b"orphan")
+    os.utime(path, (time.time() - 4 * 86400,) * 2)
+    return t
+
+cleaned = ps.remove_orphan_files(spark, orphaned(expired.table))
+local_cleaned = remove_orphan_files(orphaned(local_expired.table))
+out["orphans"] = [
+    [os.path.relpath(o.path, local_path(t.location())) for o in r.removed]
+    for r, t in ((cleaned, expired.table), (local_cleaned, local_expired.table))
+] + [cleaned.deleted == local_cleaned.deleted]
 out["for_java"] = {  # what Java reads after: ids 500-4999 in each
-    "compacted, then expired": local_path(expired.table.metadata_location),
+    "compacted, expired, orphans removed": local_path(expired.table.metadata_location),
     "position deletes gathered": local_path(gathered.table.metadata_location),
 }
+out["pyiceberg"] = [  # pyiceberg's own reader
+    sorted(catalog.load_table(name).scan().to_arrow()["id"].to_pylist()) == list(range(500, 5000))
+    for name in ("db.c", "db.r")
+]
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
@@ -314,6 +339,9 @@ def _expected(result: dict[str, Any], java: Any) -> None:
     assert result["gathered"] == [1, 1500, 1, 1500]
     files, twin_files = result["expired_files"]
     assert files == twin_files and files.get("data") == 4 and result["expired_rows"]
+    # orphans listed and deleted there: as the single-process twin
+    assert result["orphans"] == [["data/stray/old.parquet"]] * 2 + [True]
+    assert result["pyiceberg"] == [True, True]
     for step, metadata in result["for_java"].items():  # Iceberg Java reads the model's rows
         ids = read_java(java, metadata).column("id").to_pylist()
         assert sorted(ids) == list(range(500, 5000)), step
