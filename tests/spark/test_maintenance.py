@@ -247,6 +247,7 @@ def test_expiry_deletes_on_the_executors_what_local_expiry_deletes(
     assert there.deleted_files > 10
     assert not there.skipped_outside_table
     assert _rows(there.table, False).equals(model)
+    assert there.table.scan().to_arrow().sort_by("id").equals(model)  # pyiceberg's reader
     assert verify_table(there.table).ok and not find_orphans(there.table)
     command = ["spark", "expire", "db.t", "--older-than", "0s", "--json"]
     assert main([*command, "--master", "local[2]", "--warehouse", str(tmp_path / "cli")]) == 0
@@ -380,6 +381,7 @@ def test_position_deletes_rewritten_from_positions_read_on_the_executors(
         assert result.snapshot_id is None and local.snapshot_id is None
     assert _rows(result.table, version == 3).equals(before)
     assert _rows(result.table, False).equals(model)
+    assert result.table.scan().to_arrow().sort_by("id").equals(model)  # pyiceberg's reader
     assert verify_table(result.table).ok
     command = ["spark", "rewrite-deletes", "db.t", "--json", "--master", "local[2]"]
     assert main([*command, "--warehouse", str(tmp_path / "cli")]) == 0
