@@ -130,8 +130,8 @@ print(json.dumps({"seconds": seconds, "peak_kib": _peak_kib("self"), "workers_ki
                   "rows": rows}))
 """
 
-#: The machine's own ceiling: Parquet written by one process twice over, then by two
-#: processes at once (the work a compaction's tasks are mostly made of).
+#: The machine's own ceiling: a table written to Parquet six times by one process, then three
+#: times each by two processes at once (the work a compaction's tasks are mostly made of).
 _CEILING_CHILD = r"""
 import io, json, time
 from multiprocessing import Process
