@@ -205,16 +205,18 @@ def test_a_failed_task_commits_nothing_and_leaves_no_file(spark: Any, tmp_path: 
 def test_a_task_still_running_when_the_job_fails_leaves_no_file(
     spark: Any, tmp_path: Path
 ) -> None:
-    """Eight bins in two tasks of four; the second task fails at its third bin while the
-    first is still writing its own: no file of the job is left when it has failed, nor
-    appears in the seconds after (the running task is stopped, not left to open its next
-    bin's file after the driver's cleanup)."""
+    """Eight bins in two tasks of four; the second task fails at once, on its first bin:
+    Spark returns the failure, but the first task writes on until its Python worker is
+    killed (``spark.python.task.killTimeout`` later), through all its bins here. No file of
+    the job is left once it has failed, nor appears in the seconds after: the driver removes
+    them only when no task runs any more (without that wait, the first task's eight files
+    are left)."""
     table = create_sample_table(make_catalog(tmp_path), "db.t", rows=320_000, files=16, seed=2)
     planned = plan_files(table, table.current_snapshot())
     size = max(p.data_file.file_size_in_bytes for p in planned)
     bins = pack({(0, None): planned}, 2 * size)
     assert len(bins) == 8
-    Path(local_path(bins[6][1][-1].path)).unlink()
+    Path(local_path(bins[4][1][0].path)).unlink()
     data = Path(local_path(table.location())) / "data"
     before = set(data.rglob("*.parquet"))
     with pytest.raises(PythonWorkerError, match="FileNotFoundError"):
@@ -504,3 +506,14 @@ def test_a_killed_task_is_retried_and_leaves_no_file(tmp_path: Path) -> None:
     result = json.loads(lines[-1][len("RESULT ") :])
     assert result["killed"] and result["rewritten"] == 4 and result["same"]
     assert result["left"] == [] and result["orphans"] == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"), [("2s", 2.0), ("500ms", 0.5), ("1m", 60.0), (" 3S ", 3.0), ("soon", 2.0)]
+)
+def test_spark_durations_read_as_seconds(raw: str, seconds: float) -> None:
+    """How long a Spark Connect driver waits out a failed job's tasks
+    (``spark.python.task.killTimeout``, and a second more)."""
+    from puffin.spark.settle import duration_seconds
+
+    assert duration_seconds(raw) == seconds

@@ -14,8 +14,9 @@ No attempt's files outlive the job unless committed. Each task attempt names its
 uuid made from the job's, the bin and the attempt (:func:`attempt_uuid`); a task that fails
 removes what it wrote, and once the job ends the driver removes the files of every attempt
 whose result it did not take (a killed task, a speculative copy, a job that failed), found by
-their names where the table's location provider puts them, without listing a folder. A job
-that fails commits nothing.
+their names where the table's location provider puts them, without listing a folder, once
+no task of the job runs any more (:mod:`puffin.spark.settle`: a task of a failed job writes
+on until Spark kills its Python worker). A job that fails commits nothing.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class _SparkRewriter:
 
         from puffin.spark.file_tasks import TableRef
         from puffin.spark.preflight import python_tasks
+        from puffin.spark.settle import tracked_job
 
         bins = pack(groups, target)
         job = uuid.uuid4()
@@ -122,16 +124,21 @@ class _SparkRewriter:
         # writing the same names. Spark slices the bins over its cores, in order.
         frame = self.spark.createDataFrame(_bin_rows(table, snapshot, bins))
         task = _task(TableRef.of(table, snapshot), job, int(target * MAX_OF_TARGET))
-        try:
-            with python_tasks(self.spark):
-                rows = frame.mapInArrow(task, RESULT_SCHEMA).collect()
-        except BaseException:
-            remove_untaken_attempts(table, job, len(bins), {}, _attempts(self.spark))
-            raise
+        attempts = _attempts(self.spark)
+        with tracked_job(self.spark) as settle:
+            try:
+                with python_tasks(self.spark):
+                    rows = frame.mapInArrow(task, RESULT_SCHEMA).collect()
+            except BaseException:
+                settle()  # a task of the failed job may still be writing
+                remove_untaken_attempts(table, job, len(bins), {}, attempts)
+                raise
+            if _speculative(self.spark):
+                settle()  # a copy that lost the race may still be writing
         taken = {row["bin"]: row["attempt"] for row in rows}
         added = [pickle.loads(row["data_file"]) for row in rows]
         written.extend(str(f.file_path) for f in added)
-        remove_untaken_attempts(table, job, len(bins), taken, _attempts(self.spark))
+        remove_untaken_attempts(table, job, len(bins), taken, attempts)
         return added
 
 
@@ -216,8 +223,11 @@ def _attempts(spark: SparkSession) -> int:
         failures = int(inside.split(",")[1]) if "," in inside else 1
     else:
         failures = int(conf.get("spark.task.maxFailures", "4") or 4)
-    speculative = str(conf.get("spark.speculation", "false")).lower() == "true"
-    return failures + (2 if speculative else 0)
+    return failures + (2 if _speculative(spark) else 0)
+
+
+def _speculative(spark: SparkSession) -> bool:
+    return str(spark.conf.get("spark.speculation", "false")).lower() == "true"
 
 
 def remove_untaken_attempts(
