@@ -299,6 +299,17 @@ out["orphans"] = [
     [os.path.relpath(o.path, local_path(t.location())) for o in r.removed]
     for r, t in ((cleaned, expired.table), (local_cleaned, local_expired.table))
 ] + [cleaned.deleted == local_cleaned.deleted]
+failing = with_deletes("db.f")  # a data file gone: the compaction's job fails
+os.remove(local_path(sorted(t.file.file_path for t in failing.scan().plan_files())[0]))
+data = os.path.join(local_path(failing.location()), "data")
+present = set(os.listdir(data))
+try:
+    ps.rewrite_data_files(spark, failing, min_input_files=1,  # every file: all are small
+                          target_file_size_bytes=10_000_000)
+    out["failed_job"] = ["no error"]
+except Exception as exc:
+    time.sleep(1)  # nothing of the job appears after it returned, either
+    out["failed_job"] = [type(exc).__name__, sorted(set(os.listdir(data)) - present)]
 out["for_java"] = {  # what Java reads after: ids 500-4999 in each
     "compacted, expired, orphans removed": local_path(expired.table.metadata_location),
     "position deletes gathered": local_path(gathered.table.metadata_location),
@@ -342,6 +353,7 @@ def _expected(result: dict[str, Any], java: Any) -> None:
     # orphans listed and deleted there: as the single-process twin
     assert result["orphans"] == [["data/stray/old.parquet"]] * 2 + [True]
     assert result["pyiceberg"] == [True, True]
+    assert result["failed_job"] == ["PythonWorkerError", []]  # nothing written is left
     for step, metadata in result["for_java"].items():  # Iceberg Java reads the model's rows
         ids = read_java(java, metadata).column("id").to_pylist()
         assert sorted(ids) == list(range(500, 5000)), step
