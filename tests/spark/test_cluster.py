@@ -9,12 +9,11 @@ environment there), statistics (the ``arrow`` engine, so Python workers run),
 ``delete_rows`` committed and the v2 -> v3 migration give the same sketches and deletion
 vectors as the single-process library, byte for byte (which tests/spark/test_spark.py shows
 ``local[2]`` gives too), and deletion vectors equal to a model computed with pyarrow from the
-condition alone; a
-compaction written on the executors leaves the rows and row ids it found, and no orphan, as
-its single-process twin does, and gathering position deletes, expiring snapshots and
-removing orphans there write and delete what their twins do (tests/spark/test_maintenance.py:
-the model, on ``local[2]``); pyiceberg and Iceberg Java 1.10.2 then read the model's rows
-from what they left.
+condition alone; a compaction written on the executors leaves the rows and row ids it found,
+and no orphan, as its single-process twin does, and one whose job fails leaves no file;
+gathering position deletes, expiring snapshots and removing orphans there write and delete
+what their twins do (tests/spark/test_maintenance.py: the model, on ``local[2]``); pyiceberg
+and Iceberg Java 1.10.2 then read the model's rows from what they left.
 
 Then the cluster as nodes that were not prepared: the worker's ``python3`` lacks this library.
 ``puffin spark dv --commit`` stops before any work with one line naming the executors'
