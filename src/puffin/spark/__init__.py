@@ -13,7 +13,7 @@ a DataFrame, on the ``arrow`` or ``jvm`` engine), :mod:`~puffin.spark.statistics
 table's statistics file), :mod:`~puffin.spark.deletes` (deletion vectors),
 :mod:`~puffin.spark.convert` (equality deletes into vectors), :mod:`~puffin.spark.compact`
 (compaction, files written on the executors), :mod:`~puffin.spark.table_files` (an
-expiry's deletes, an orphan cleanup's listing, on the executors),
+expiry's deletes, an orphan cleanup's listing and deletes, on the executors),
 :mod:`~puffin.spark.rewrite_deletes` (position deletes rewritten, read on the executors)
 and :mod:`~puffin.spark.cli` (``puffin spark ...``).
 

@@ -1,5 +1,5 @@
 """``puffin spark stats|dv|migrate-deletes|convert-equality-deletes`` (and, from
-:mod:`.cli_maintenance`, ``compact|expire``): the Spark jobs.
+:mod:`.cli_maintenance`, ``compact|expire|remove-orphans|rewrite-deletes``): the Spark jobs.
 
 :func:`register_cli` is the ``puffin`` command's plugin hook.  This module is imported only
 by the command line, so ``import puffin.spark`` stays free of argparse; pyspark and
@@ -389,17 +389,14 @@ def _cli_convert(args: argparse.Namespace) -> int:
 
     if args.snapshot_id is not None:
         raise UsageError("convert-equality-deletes works on the current snapshot only")
-    with _cli_errors(), JobProgress(enabled=args.progress) as progress:
-        spark, table = _cli_open(args, progress)
-        with progress.watching(spark):
-            result = convert_equality_deletes(spark, table)
+    result = _run_job(args, convert_equality_deletes)
     return report_conversion(args, f"spark {args.spark_command}", result)
-
 
 
 def _run_job(args: argparse.Namespace, job: Callable[[SparkSession, Table], Any]) -> Any:
     """``job(spark, table)`` for a command: the session opened, Spark's progress shown,
-    other libraries' errors made one line (what :mod:`.cli_maintenance`'s commands run)."""
+    other libraries' errors made one line (``convert-equality-deletes`` and
+    :mod:`.cli_maintenance`'s commands)."""
     with _cli_errors(), JobProgress(enabled=args.progress) as progress:
         spark, table = _cli_open(args, progress)
         with progress.watching(spark):

@@ -22,6 +22,7 @@ from puffin.iceberg.cli.maintenance import (
 )
 from puffin.iceberg.cli.rewrites import (
     add_compact_options,
+    add_rewrite_deletes_options,
     compact_options,
     report_compaction,
     report_rewrite_deletes,
@@ -48,35 +49,22 @@ def add_maintenance_commands(
 ) -> None:
     """Add ``compact``, ``expire``, ``remove-orphans`` and ``rewrite-deletes`` to ``puffin
     spark``."""
-    compact = command(
-        commands,
-        "compact",
-        parents,
-        "rewrite data files with deleted rows (and small files), written on the executors",
-    )
-    add_compact_options(compact)
-    compact.set_defaults(func=_now(_compact, run))
-    expire = command(
-        commands, "expire", parents, "expire old snapshots, their files deleted on the executors"
-    )
-    add_expire_options(expire)
-    expire.set_defaults(func=_now(_expire, run))
-    clean = command(
-        commands,
-        "remove-orphans",
-        parents,
-        "list (or --delete) files nothing references, the folders listed on the executors",
-    )
-    add_orphan_options(clean)
-    clean.set_defaults(func=_now(_remove_orphans, run))
-    deletes = command(
-        commands,
-        "rewrite-deletes",
-        parents,
-        "gather the position deletes into as few files as fit, read on the executors",
-    )
-    deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
-    deletes.set_defaults(func=_now(_rewrite_deletes, run))
+    for name, help_text, add_options, handler in (
+        ("compact",
+         "rewrite data files with deleted rows (and small files), written on the executors",
+         add_compact_options, _compact),
+        ("expire", "expire old snapshots, their files deleted on the executors",
+         add_expire_options, _expire),
+        ("remove-orphans",
+         "list (or --delete) files nothing references, listed and deleted on the executors",
+         add_orphan_options, _remove_orphans),
+        ("rewrite-deletes",
+         "gather the position deletes into as few files as fit, read on the executors",
+         add_rewrite_deletes_options, _rewrite_deletes),
+    ):  # fmt: skip
+        parser = command(commands, name, parents, help_text)
+        add_options(parser)
+        parser.set_defaults(func=_now(handler, run))
 
 
 def _now(handler: Callable[[argparse.Namespace, Runner], int], run: Runner) -> Callable[..., int]:

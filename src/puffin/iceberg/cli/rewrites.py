@@ -79,7 +79,7 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         help="gather a table's position deletes into as few files as fit",
         epilog=_EPILOG_DELETES,
     )
-    deletes.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
+    add_rewrite_deletes_options(deletes)
     convert = commands.add(
         "convert-equality-deletes",
         _run_convert,
@@ -177,6 +177,11 @@ def _run_rewrite_deletes(args: argparse.Namespace, table: Any) -> int:
 
     r = rewrite_position_delete_files(table, target_file_size_bytes=rewrite_deletes_size(args))
     return report_rewrite_deletes(args, "table rewrite-deletes", r)
+
+
+def add_rewrite_deletes_options(parser: argparse.ArgumentParser) -> None:
+    """What ``puffin table rewrite-deletes`` and ``puffin spark rewrite-deletes`` both take."""
+    parser.add_argument("--target-size", metavar="SIZE", help="e.g. 64MB (the table's)")
 
 
 def rewrite_deletes_size(args: argparse.Namespace) -> int | None:
