@@ -4,6 +4,7 @@ silent skip under ``make test``."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,16 @@ settings.load_profile(os.environ.get("PUFFIN_HYPOTHESIS_PROFILE", "ci"))
 def testdata() -> Path:
     """The project's own golden files (see testdata/README.md for provenance)."""
     return TESTDATA
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Iceberg Java 1.10.2 on Spark 3.5 (tests/peers), one server a module that asks for it,
+    stopped when the module ends."""
+    from peers.iceberg_java import JavaPeer
+
+    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
+        yield peer
 
 
 # The quick loop (`make test-fast`, docs/testing.md) leaves out two kinds of test by marker:

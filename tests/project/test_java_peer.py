@@ -12,7 +12,6 @@ import itertools
 import multiprocessing
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +56,6 @@ from puffin.io.locations import local_path
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaPeer]:
-    """One Iceberg Java server for the module; stopped when the module ends."""
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer
 
 
 class _Rows:

@@ -117,12 +117,6 @@ def sail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SailServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaPeer]:
-    """One Iceberg Java 1.10.2 session for the module; stopped when the module ends."""
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer
-
 
 @pytest.fixture(scope="module")
 def tables(

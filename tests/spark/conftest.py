@@ -1,6 +1,5 @@
-"""What the tests of this folder share, one per module: the local Spark session
-(``local[2]``: the executors are Python workers of their own, as on a cluster) and Iceberg
-Java's reader."""
+"""The local Spark session the tests of this folder share, one per module (``local[2]``:
+the executors are Python workers of their own, as on a cluster)."""
 
 from __future__ import annotations
 
@@ -23,11 +22,3 @@ def spark() -> Iterator[Any]:
     yield session
     session.stop()
 
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Iceberg Java 1.10.2 (tests/peers), stopped at the end."""
-    from peers.iceberg_java import JavaPeer
-
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer

@@ -148,10 +148,3 @@ def test_java_reads_an_altered_table(tmp_path: Path, java: Any) -> None:
     assert rows.column("category").to_pylist() == before.column("category").to_pylist()
     assert set(rows.column("note").to_pylist()) == {None}
 
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from peers.iceberg_java import JavaPeer
-
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer

@@ -167,10 +167,3 @@ def test_java_reads_compaction_across_specs(tmp_path: Path, java: Any) -> None:
     rows = read_java(java, local_path(table.metadata_location) or "")
     assert sorted(rows.column("id").to_pylist()) == sorted(model)
 
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from peers.iceberg_java import JavaPeer
-
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer

@@ -170,10 +170,3 @@ def test_java_reads_what_the_races_left(tmp_path: Path, java: Any) -> None:
         rows = read_java(java, local_path(table.metadata_location) or "")
         assert sorted(rows.column("id").to_pylist()) == sorted(result.model)
 
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from peers.iceberg_java import JavaPeer
-
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer

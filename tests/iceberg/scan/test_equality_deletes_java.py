@@ -36,13 +36,6 @@ def _rows(ids: range, tag: str) -> pa.Table:
     )
 
 
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from peers.iceberg_java import JavaPeer
-
-    with JavaPeer(tmp_path_factory.mktemp("java")) as peer:
-        yield peer
-
 
 @pytest.fixture(scope="module")
 def cdc(
