@@ -92,17 +92,16 @@ _LOCAL_CHILD = r"""
 import json, sys, time
 from puffin.iceberg import local_catalog, rewrite_data_files
 catalog = local_catalog(sys.argv[1], create=False)
-seconds, rows = [], []
+seconds = []
 for ident in sys.argv[3:]:  # one process: each compaction after the one before
     table = catalog.load_table(ident)
     start = time.perf_counter()
-    result = rewrite_data_files(table, min_deleted_fraction=0.0, statistics="none",
-                                target_file_size_bytes=int(sys.argv[2]))
+    rewrite_data_files(table, min_deleted_fraction=0.0, statistics="none",
+                       target_file_size_bytes=int(sys.argv[2]))
     seconds.append(time.perf_counter() - start)
-    rows.append(result.rows)
 with open("/proc/self/status") as f:
     peak = int(next(l for l in f if l.startswith("VmHWM:")).split()[1])
-print(json.dumps({"seconds": seconds, "peak_kib": peak, "rows": rows}))
+print(json.dumps({"seconds": seconds, "peak_kib": peak}))
 """
 
 _SPARK_CHILD = _PEAK + r"""
@@ -111,7 +110,7 @@ import puffin.spark as ps
 from puffin.iceberg import local_catalog
 catalog = local_catalog(sys.argv[1], create=False)
 spark = ps.local_session(sys.argv[3], memory="2g")
-seconds, rows = [], []
+seconds = []
 try:
     for warm in sys.argv[4].split(","):  # the warm-up: every worker made and used
         ps.rewrite_data_files(spark, catalog.load_table(warm), min_deleted_fraction=0.0,
@@ -119,15 +118,13 @@ try:
     for ident in sys.argv[5:]:  # one warm session: each job after the one before
         table = catalog.load_table(ident)
         start = time.perf_counter()
-        result = ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0,
-                                       statistics="none", target_file_size_bytes=int(sys.argv[2]))
+        ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0, statistics="none",
+                              target_file_size_bytes=int(sys.argv[2]))
         seconds.append(time.perf_counter() - start)
-        rows.append(result.rows)
     workers = _workers_peak_kib()
 finally:
     spark.stop()
-print(json.dumps({"seconds": seconds, "peak_kib": _peak_kib("self"), "workers_kib": workers,
-                  "rows": rows}))
+print(json.dumps({"seconds": seconds, "peak_kib": _peak_kib("self"), "workers_kib": workers}))
 """
 
 #: The machine's own ceiling: a table written to Parquet six times by one process, then three
