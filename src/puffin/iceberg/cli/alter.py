@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.cli.output import print_json
 from puffin.errors import UsageError
 from puffin.iceberg.cli._base import TableCommands
+from puffin.iceberg.metadata.properties import check_property_changes, check_value
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table, Transaction
@@ -60,6 +61,13 @@ def add_alter_command(commands: TableCommands) -> None:
         help="change the schema, properties, partition fields, tags or branches (one commit)",
         epilog=_EPILOG,
     )
+    opened = alter.get_default("func")
+
+    def checked_then_opened(args: argparse.Namespace) -> int:
+        _nothing_to_change(args)
+        return int(opened(args))
+
+    alter.set_defaults(func=checked_then_opened)
     group = alter.add_argument_group("changes (each repeatable)")
     pair: dict[str, Any] = {"action": "append", "default": [], "nargs": 2}
     one: dict[str, Any] = {"action": "append", "default": []}
@@ -172,6 +180,15 @@ def _property_changes(args: argparse.Namespace, tx: Transaction, done: list[str]
         tx.set_properties({key: value for key, value in args.set_property})
         done.extend(f"set property {key}={value}" for key, value in args.set_property)
     if args.unset_property:
+        properties = tx.table_metadata.properties
+        check_property_changes(tx.table_metadata, {}, args.unset_property)  # reserved first
+        missing = [key for key in args.unset_property if key not in properties]
+        if missing:  # Java ignores it; on the command line it is most likely a typo
+            shown = ", ".join(sorted(properties)) or "none"
+            raise UsageError(
+                f"{args.table} has no property {missing[0]!r} to unset (its properties: "
+                f"{shown}); nothing was committed"
+            )
         tx.remove_properties(*args.unset_property)
         done.extend(f"unset property {key}" for key in args.unset_property)
 
@@ -188,26 +205,47 @@ def _ref_changes(
         remove = manage.remove_tag if kind == "tag" else manage.remove_branch
         for text in getattr(args, f"create_{kind}"):
             name, snapshot_id = _ref_target(table, text)
-            create(snapshot_id, name)
+            create(snapshot_id, name)  # refused as Iceberg Java refuses (refs.CheckedRefs)
             done.append(f"created {kind} {name} at snapshot {snapshot_id}")
         for name in getattr(args, f"drop_{kind}"):
-            ref = table.metadata.refs.get(name)
-            if ref is None or ref.snapshot_ref_type.value != kind:
-                raise UsageError(
-                    f"{args.table} has no {kind} named {name!r}; nothing was committed"
-                )
             remove(name)
             done.append(f"dropped {kind} {name}")
     manage.commit()  # stages them in the transaction
 
 
 def _ref_target(table: Table, text: str) -> tuple[str, int]:
-    from puffin.iceberg.catalog.catalogs import resolve_snapshot
+    name, at, given = text.partition("@")
+    if at and not given.isdigit():
+        raise UsageError(
+            f"{text!r}: give a snapshot id (digits) after @, or NAME alone for the current one"
+        )
+    if given:
+        return name, int(given)  # an unknown one is refused with the others' rules
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        raise UsageError(
+            f"{text!r}: the table has no snapshot yet to make it at; append data first"
+        )
+    return name, snapshot.snapshot_id
 
-    name, _, given = text.partition("@")
-    if given and not given.isdigit():
-        raise UsageError(f"{text!r}: the snapshot after @ is a snapshot id (digits)")
-    return name, resolve_snapshot(table, int(given) if given else None).snapshot_id
+
+def _nothing_to_change(args: argparse.Namespace) -> None:
+    """Checked before the table is opened: a usage error answers at once."""
+    names = (
+        "add_column", "rename_column", "drop_column", "promote_column", "make_optional",
+        "set_property", "unset_property", "add_partition_field", "drop_partition_field",
+        "create_tag", "drop_tag", "create_branch", "drop_branch",
+    )  # fmt: skip
+    if not any(getattr(args, name) for name in names):
+        raise UsageError(
+            "nothing to change: give --add-column, --rename-column, --drop-column, "
+            "--promote-column, --set-property, --add-partition-field, --create-tag "
+            "or another change (puffin table alter --help)"
+        )
+    for text in args.add_partition_field:
+        parse_partition_field(text)
+    for key, value in args.set_property:
+        check_value(key, value)
 
 
 _STEPS: tuple[Callable[..., None], ...] = (_schema_changes, _spec_changes, _property_changes)
@@ -222,12 +260,6 @@ def _run(args: argparse.Namespace, table: Table) -> int:
             for step in _STEPS:
                 step(args, tx, done)
             _ref_changes(args, table, tx, done)
-            if not done:
-                raise UsageError(
-                    "nothing to change: give --add-column, --rename-column, --drop-column, "
-                    "--promote-column, --set-property, --add-partition-field, --create-tag "
-                    "or another change (puffin table alter --help)"
-                )
     except Exception as exc:
         from pyiceberg.exceptions import ValidationError
 

@@ -22,7 +22,7 @@ from puffin.iceberg.scan.lineage import LINEAGE_COLUMNS
 if TYPE_CHECKING:
     from pyiceberg.table import Table, Transaction
 
-__all__ = ["RESERVED_FIELD_IDS", "transaction"]
+__all__ = ["RESERVED_FIELD_IDS", "check_changes", "transaction"]
 
 #: Field ids Iceberg reserves for metadata columns (``Integer.MAX_VALUE - 200`` and up).
 RESERVED_FIELD_IDS = 2**31 - 1 - 200
@@ -66,6 +66,7 @@ def transaction(table: Table, *, max_attempts: int = MAX_ATTEMPTS) -> Iterator[T
     updates, requirements = tuple(tx._updates), tuple(tx._requirements)
     if not updates:
         return
+    check_changes(table, updates)
     check_v3_rules(table, updates)
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
@@ -79,17 +80,49 @@ def transaction(table: Table, *, max_attempts: int = MAX_ATTEMPTS) -> Iterator[T
 
 
 def _transaction(table: Table) -> Transaction:
-    """pyiceberg's ``Transaction`` with ``manage_snapshots()``, which it offers only on a
-    table (where it commits at once)."""
+    """pyiceberg's ``Transaction`` with ``manage_snapshots()`` (which pyiceberg offers only on
+    a table, where it commits at once), refs and properties checked by Java's rules."""
     from pyiceberg.table import Transaction
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
+    from puffin.iceberg.metadata.properties import check_property_changes
+    from puffin.iceberg.writes.refs import CheckedRefs
+
     class _Transaction(Transaction):
         def manage_snapshots(self) -> ManageSnapshots:
-            """Tags and branches, staged in this transaction (``.commit()`` stages them)."""
-            return ManageSnapshots(transaction=self)
+            """Tags and branches, staged in this transaction (``.commit()`` stages them);
+            what Iceberg Java refuses is refused (:class:`~.refs.CheckedRefs`)."""
+            return CheckedRefs(transaction=self)
+
+        def set_properties(
+            self, properties: dict[str, Any] | None = None, /, **kwargs: Any
+        ) -> Transaction:
+            """pyiceberg's, each value checked as Iceberg's writers will read it."""
+            check_property_changes(self.table_metadata, properties or kwargs)
+            return super().set_properties(properties or {}, **kwargs)
+
+        def remove_properties(self, *removals: str) -> Transaction:
+            """pyiceberg's; a key that is not set is no change (as in Java), not an error."""
+            check_property_changes(self.table_metadata, {}, removals)
+            present = [key for key in removals if key in self.table_metadata.properties]
+            return super().remove_properties(*present) if present else self
 
     return _Transaction(table, autocommit=False)
+
+
+def check_changes(table: Table, updates: Sequence[Any]) -> None:
+    """What a transaction staged, checked once more whatever staged it (a builder of
+    pyiceberg's own, say): ``main`` is never removed, properties pass Java's rules."""
+    from pyiceberg.table.update import RemoveSnapshotRefUpdate, SetPropertiesUpdate
+
+    from puffin.iceberg.metadata.properties import check_property_changes
+    from puffin.iceberg.writes.refs import MAIN
+
+    for update in updates:
+        if isinstance(update, RemoveSnapshotRefUpdate) and update.ref_name == MAIN:
+            raise UsageError("cannot remove the main branch; nothing was committed")
+        if isinstance(update, SetPropertiesUpdate):
+            check_property_changes(table.metadata, update.updates)
 
 
 def check_v3_rules(table: Table, updates: Sequence[Any]) -> None:
