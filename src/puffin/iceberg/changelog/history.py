@@ -74,10 +74,8 @@ def changelog_range(
             if stop is None:
                 _check_first(current)
                 break
-            raise SnapshotRangeError(
-                f"start snapshot {stop} is not an ancestor of end snapshot {last.snapshot_id}: "
-                "a changelog follows one line of history (a branch's own commits)"
-            )
+            assert first is not None
+            raise SnapshotRangeError(_no_path(table, first, current, last))
         found = table.snapshot_by_id(parent)
         if found is None:
             raise SnapshotRangeError(
@@ -88,6 +86,64 @@ def changelog_range(
         current = found
     chain.reverse()
     return first, chain
+
+
+def _no_path(table: Table, first: Snapshot, root: Snapshot, last: Snapshot) -> str:
+    """Why ``end``'s ancestry stops at ``root`` before reaching ``first``: the snapshots in
+    between were expired (an expiry clears the parent id of the oldest snapshot it keeps),
+    named from the metadata files the table logs, or ``first`` is on another line."""
+    cut = (root.sequence_number or 0) > max(first.sequence_number or 0, 1)
+    expired = _expired_between(table, first, root) if cut else None
+    if expired:
+        names = ", ".join(str(s) for s in expired)
+        return (
+            f"the snapshots between start snapshot {first.snapshot_id} and snapshot "
+            f"{root.snapshot_id} were expired ({names}): their changes cannot be read; "
+            f"start at {root.snapshot_id} or later"
+        )
+    if cut and expired is None:
+        return (
+            f"the history before snapshot {root.snapshot_id} was expired (its sequence "
+            f"number is {root.sequence_number}, start snapshot {first.snapshot_id}'s "
+            f"{first.sequence_number}), and the table's metadata files no longer tell which "
+            f"snapshots it held: the changes before {root.snapshot_id} cannot be read; "
+            f"start at {root.snapshot_id} or later"
+        )
+    return (
+        f"start snapshot {first.snapshot_id} is not an ancestor of end snapshot "
+        f"{last.snapshot_id}: a changelog follows one line of history (a branch's own commits)"
+    )
+
+
+def _expired_between(table: Table, first: Snapshot, root: Snapshot) -> list[int] | None:
+    """The ids of the snapshots after ``first`` up to ``root``'s parent, oldest first, as the
+    metadata files the table logs still know them (newest first, read until they tell);
+    ``[]`` when they show ``first`` is not an ancestor; ``None`` when they do not tell."""
+    from pyiceberg.serializers import FromInputFile
+
+    known: dict[int, Snapshot] = {}  # as the logged files say, a parent id kept if any did
+    for entry in reversed(table.metadata.metadata_log):
+        try:
+            old = FromInputFile.table_metadata(table.io.new_input(entry.metadata_file))
+        except Exception:  # removed (write.metadata.previous-versions-max) or unreadable
+            continue
+        for s in old.snapshots:
+            seen = known.get(s.snapshot_id)
+            if seen is None or seen.parent_snapshot_id is None:
+                known[s.snapshot_id] = s
+        chain: list[int] = []
+        at = known.get(root.snapshot_id)
+        while at is not None and at.parent_snapshot_id is not None:
+            parent = at.parent_snapshot_id
+            if parent == first.snapshot_id:
+                return chain[::-1]
+            if parent in chain:
+                break
+            chain.append(parent)
+            at = known.get(parent)
+        if at is not None and at.parent_snapshot_id is None and (at.sequence_number or 0) <= 1:
+            return []  # the line goes back to the table's first commit, without ``first``
+    return None
 
 
 def _check_first(root: Snapshot) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.scan.delete_file_index import PATH_FIELD_ID, partition_key
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ def delete_granularity(table: Table) -> str:
     if value not in ("file", "partition"):
         raise UsageError(
             f"table property {GRANULARITY}={value!r} is neither 'file' nor 'partition': "
-            f"set it to one of them (puffin table alter TABLE --set {GRANULARITY}=file)"
+            "set it to one of them "
+            f"({table_command(table, 'alter', '--set-property', GRANULARITY, 'file')})"
         )
     return value
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UnsupportedTableError, UsageError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.deletes.merge import MergedDeletes, Positions, live_rows, merge_deletes
 from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
@@ -87,10 +88,10 @@ def delete_mode(table: Table) -> str:
         return "dv"
     mode = table.metadata.properties.get(DELETE_MODE, "copy-on-write").strip().lower()
     if mode not in ("merge-on-read", "copy-on-write"):
+        fix = table_command(table, "alter", "--set-property", DELETE_MODE, "merge-on-read")
         raise UsageError(
             f"table property {DELETE_MODE}={mode!r} is neither 'merge-on-read' nor "
-            f"'copy-on-write': set it to one of them (puffin table alter TABLE --set "
-            f"{DELETE_MODE}=merge-on-read)"
+            f"'copy-on-write': set it to one of them ({fix}, or copy-on-write)"
         )
     return mode
 
@@ -100,7 +101,7 @@ def require_v2_or_v3(table: Table, action: str) -> None:
     if table.metadata.format_version < 2:
         raise UnsupportedTableError(
             f"{action} needs an Iceberg v2 or v3 table; this table is format version 1: "
-            "upgrade it first (`puffin table upgrade TABLE`, puffin.iceberg.upgrade_to_v3)"
+            f"upgrade it first ({table_command(table, 'upgrade')}, puffin.iceberg.upgrade_to_v3)"
         )
 
 

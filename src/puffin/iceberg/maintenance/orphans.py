@@ -48,11 +48,19 @@ from puffin.iceberg.verify.orphans import (
     referenced_files,
 )
 from puffin.io.locations import local_path, location_key
+from puffin.support.durations import as_written
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
-__all__ = ["MIN_GRACE_PERIOD", "Finisher", "OrphanResult", "finish_here", "remove_orphan_files"]
+__all__ = [
+    "MIN_GRACE_PERIOD",
+    "Finisher",
+    "OrphanResult",
+    "check_grace_period",
+    "finish_here",
+    "remove_orphan_files",
+]
 
 #: A shorter grace period needs ``allow_short_grace_period=True``.
 MIN_GRACE_PERIOD = datetime.timedelta(hours=24)
@@ -121,14 +129,8 @@ def remove_orphan_files(
         for orphan in result.orphans:
             print(orphan.kind, orphan.path, orphan.size)
     """
-    cutoff = cutoff_of(older_than)
+    cutoff = check_grace_period(older_than, not dry_run, allow_short_grace_period)
     grace = datetime.datetime.now(datetime.timezone.utc) - cutoff
-    if grace < MIN_GRACE_PERIOD and not dry_run and not allow_short_grace_period:
-        raise UsageError(
-            f"a grace period of {grace} (under 24 hours) can delete the files of a commit "
-            "still in flight; pass allow_short_grace_period=True (--allow-short-grace-period "
-            "on the command line) only when no writer can be running"
-        )
     if not dry_run:
         require_writable_location(table, catalog=False)  # a read-only mount: say so first
     table = table.refresh()
@@ -151,6 +153,23 @@ def remove_orphan_files(
         kept_referenced,
         restored,
     )
+
+
+def check_grace_period(
+    older_than: OlderThan, deletes: bool, allow_short: bool
+) -> datetime.datetime:
+    """The cutoff ``older_than`` sets; a :class:`UsageError` when it leaves a grace period
+    under 24 hours to a cleanup that ``deletes`` without ``allow_short`` (the command line
+    asks this before it opens the table; the period is named as the caller wrote it)."""
+    cutoff = cutoff_of(older_than)
+    grace = datetime.datetime.now(datetime.timezone.utc) - cutoff
+    if grace < MIN_GRACE_PERIOD and deletes and not allow_short:
+        raise UsageError(
+            f"a grace period of {as_written(older_than, grace)} (under 24 hours) can delete "
+            "the files of a commit still in flight; pass allow_short_grace_period=True "
+            "(--allow-short-grace-period on the command line) only when no writer can be running"
+        )
+    return cutoff
 
 
 def _finish(

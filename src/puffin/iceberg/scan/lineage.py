@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from puffin.errors import UsageError
+from puffin.iceberg.catalog.advice import table_command
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,7 +64,7 @@ def require_lineage(table: Table, asked: Sequence[str]) -> None:
     if asked and table.metadata.format_version < 3:
         raise UsageError(
             f"{', '.join(asked)}: row lineage exists only on format version 3 tables "
-            "(upgrade_to_v3 / `puffin table upgrade`)"
+            f"(upgrade_to_v3 / {table_command(table, 'upgrade')})"
         )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from puffin.blobs import standard
 from puffin.errors import StatisticsNotFoundError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.catalog.catalogs import resolve_snapshot
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import with_retries
@@ -252,10 +253,13 @@ def table_statistics_for(table: Table, snapshot_id: int | None = None) -> Statis
         if stats.snapshot_id == snapshot.snapshot_id:
             return stats
     have = sorted({s.snapshot_id for s in table.metadata.statistics})
+    current = table.current_snapshot()
+    which = [] if current == snapshot else ["--snapshot-id", str(snapshot.snapshot_id)]
     raise StatisticsNotFoundError(
         f"no statistics file for snapshot {snapshot.snapshot_id}"
         + (f" (statistics exist for snapshots {', '.join(map(str, have))})" if have else "")
-        + "; compute them with compute_table_statistics or `puffin table stats compute`"
+        + "; compute them with compute_table_statistics or "
+        + table_command(table, "stats compute", *which)
     )
 
 

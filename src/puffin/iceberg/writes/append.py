@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.metadata.commits import (
     MAX_ATTEMPTS,
     committed_or_interrupted,
@@ -177,10 +178,10 @@ def after_commit(committed: Table, follow: bool) -> Table:
 
 
 def statistics_left(table: Table) -> str:
-    name = ".".join(table.name())
+    """What an interrupt after the commit left undone, with the command that does it."""
     return (
-        "its statistics were not brought up to date: `puffin table stats update "
-        f"{name}` (update_table_statistics in Python) does it"
+        f"its statistics were not brought up to date: {table_command(table, 'stats update')} "
+        "(update_table_statistics in Python) does it"
     )
 
 
