@@ -45,10 +45,12 @@ def common_options() -> argparse.ArgumentParser:
 
 
 def add_progress_option(parser: argparse.ArgumentParser, when: str = "") -> None:
-    """``--progress``/``--no-progress``: the one spelling of every long-running command.
+    """``--progress``/``--no-progress`` (``--quiet`` says the latter): the one spelling of
+    every long-running command.
 
     ``args.progress`` is True (draw even off a terminal), False (never), or None, the
-    default: draw when stderr is a terminal (``Progress(enabled=None)``).
+    default: draw when stderr is a terminal (``Progress(enabled=None)``); a ``puffin table``
+    command given ``--json`` makes None False.
     """
     parser.add_argument(
         "--progress",
@@ -56,6 +58,13 @@ def add_progress_option(parser: argparse.ArgumentParser, when: str = "") -> None
         default=None,
         help="force the progress line on stderr, or turn it off (default: only when stderr "
         f"is a terminal{', ' + when if when else ''})",
+    )
+    parser.add_argument(
+        "--quiet",
+        dest="progress",
+        action="store_const",
+        const=False,
+        help="no progress line (as --no-progress)",
     )
 
 

@@ -100,7 +100,7 @@ def test_rewrite_deletes_then_compact(warehouse: tuple[str, Any]) -> None:
     ("args", "words"),
     [
         (["compact", "db.t", "--target-size", "lots"], "is not a size"),
-        (["compact", "db.t", "--min-deleted", "2"], "min_deleted_fraction"),
+        (["compact", "db.t", "--min-deleted", "2"], "--min-deleted must lie in [0, 1]"),
         (["compact", "db.t", "--where", "nope = 1"], "nope"),
         (["rewrite-deletes", "db.t", "--target-size", "0"], "at least one byte"),
     ],

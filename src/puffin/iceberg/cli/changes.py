@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from puffin.iceberg.cli._base import TableCommands
+from puffin.iceberg.cli._base import TableCommands, check_where_syntax
 from puffin.iceberg.cli.scan import (
     add_output_options,
     check_output,
@@ -44,6 +44,7 @@ def add_changes_command(commands: TableCommands) -> None:
         help="print the rows that changed between two snapshots (a changelog)",
         epilog=_EPILOG,
         json=False,  # --format json: the rows themselves
+        check=_check,
     )
     command.add_argument(
         "--from", dest="start", metavar="SNAPSHOT", required=True,
@@ -72,10 +73,15 @@ def add_changes_command(commands: TableCommands) -> None:
     add_progress_option(command, "and the rows go to --output")
 
 
+def _check(args: argparse.Namespace) -> None:
+    """What needs no table: the output and the condition's syntax."""
+    check_output(args)
+    check_where_syntax(args)
+
+
 def _run(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.changelog.scan import changes
 
-    check_output(args)
     identifiers = None
     if args.identifier_columns:
         identifiers = [c.strip() for c in args.identifier_columns.split(",")]

@@ -12,7 +12,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from puffin.cli.output import print_json
-from puffin.iceberg.cli._base import TableCommands
+from puffin.iceberg.cli._base import TableCommands, check_where_syntax
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -61,6 +61,7 @@ def add_delete_commands(commands: TableCommands) -> None:
         _run_delete,
         help="delete the rows matching a condition (v3: DVs; v2: as write.delete.mode says)",
         epilog=_EPILOG_DELETE,
+        check=check_where_syntax,
     )
     delete.add_argument("--where", required=True, metavar="COND", help="row filter")
     delete.add_argument(

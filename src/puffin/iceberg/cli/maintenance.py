@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from puffin.cli.output import print_json
-from puffin.iceberg.cli._base import TableCommands
+from puffin.iceberg.cli._base import TableCommands, at_least_one
 
 __all__ = ["add_maintenance_commands"]
 
@@ -50,6 +50,7 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         _run_expire,
         help="remove old snapshots and delete the files only they reached",
         epilog=_EPILOG_EXPIRE,
+        check=expire_options,
     )
     add_expire_options(expire)
     clean = commands.add(
@@ -57,6 +58,7 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         _run_clean,
         help="list (or --delete) files in the table's folders that nothing references",
         epilog=_EPILOG,
+        check=orphan_options,
     )
     add_orphan_options(clean)
 
@@ -75,11 +77,13 @@ def add_orphan_options(parser: argparse.ArgumentParser) -> None:
 
 
 def orphan_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of :func:`add_orphan_options`, as ``remove_orphan_files`` takes them."""
-    from puffin.iceberg.metadata.retention import parse_age
+    """The options of :func:`add_orphan_options`, as ``remove_orphan_files`` takes them,
+    checked (the age, a short grace period without its option) before the table opens."""
+    from puffin.iceberg.maintenance.orphans import check_grace_period
 
+    check_grace_period(args.older_than, args.delete, args.allow_short_grace_period)
     return {
-        "older_than": parse_age(args.older_than),
+        "older_than": args.older_than,  # as written: a refusal names it so
         "dry_run": not args.delete,
         "allow_short_grace_period": args.allow_short_grace_period,
     }
@@ -99,9 +103,11 @@ def add_expire_options(parser: argparse.ArgumentParser) -> None:
 
 
 def expire_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of :func:`add_expire_options`, as ``expire_snapshots`` takes them."""
+    """The options of :func:`add_expire_options`, as ``expire_snapshots`` takes them (the
+    age and the count read before the table opens)."""
     from puffin.iceberg.metadata.retention import parse_age
 
+    at_least_one(args, "retain_last")
     return {
         "older_than": parse_age(args.older_than) if args.older_than else None,
         "retain_last": args.retain_last,

@@ -13,7 +13,8 @@ import argparse
 from typing import Any
 
 from puffin.cli.output import print_json
-from puffin.iceberg.cli._base import TableCommands
+from puffin.errors import UsageError
+from puffin.iceberg.cli._base import TableCommands, at_least_one, check_where_syntax
 
 __all__ = ["add_rewrite_commands"]
 
@@ -78,6 +79,7 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         _run_rewrite_deletes,
         help="gather a table's position deletes into as few files as fit",
         epilog=_EPILOG_DELETES,
+        check=rewrite_deletes_size,
     )
     add_rewrite_deletes_options(deletes)
     convert = commands.add(
@@ -92,6 +94,7 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         _run_compact,
         help="rewrite data files with deleted rows (and small files) without those rows",
         epilog=_EPILOG_COMPACT,
+        check=compact_options,
     )
     add_compact_options(compact)
     add_progress_option(compact, "for every data file rewritten")
@@ -100,6 +103,7 @@ def add_rewrite_commands(commands: TableCommands) -> None:
         _run_rewrite_manifests,
         help="regroup a table's data manifests by partition and size (row ids kept)",
         epilog=_EPILOG_MANIFESTS,
+        check=lambda args: _size(args.target_size),
     )
     manifests.add_argument("--target-size", metavar="SIZE", help="e.g. 8MB (the table's)")
 
@@ -135,7 +139,12 @@ def add_compact_options(parser: argparse.ArgumentParser) -> None:
 
 
 def compact_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The options of :func:`add_compact_options`, as ``rewrite_data_files`` takes them."""
+    """The options of :func:`add_compact_options`, as ``rewrite_data_files`` takes them
+    (checked before the table opens: the counts, the size, the condition's syntax)."""
+    if not 0.0 <= args.min_deleted <= 1.0:
+        raise UsageError(f"--min-deleted must lie in [0, 1], got {args.min_deleted}")
+    at_least_one(args, "min_input_files", "partial_progress")
+    check_where_syntax(args)
     return {
         "where": args.where,
         "min_deleted_fraction": args.min_deleted,

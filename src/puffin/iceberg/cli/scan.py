@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
-from puffin.iceberg.cli._base import TableCommands
+from puffin.iceberg.cli._base import TableCommands, check_where_syntax
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,6 +53,7 @@ def add_scan_command(commands: TableCommands) -> None:
         help="print a table's rows (deletes applied) as csv, json or parquet",
         epilog=_EPILOG,
         json=False,  # --format json: the rows themselves
+        check=_check,
     )
     scan.add_argument("--where", metavar="FILTER", help='row filter, e.g. "category = 3"')
     scan.add_argument(
@@ -64,12 +65,17 @@ def add_scan_command(commands: TableCommands) -> None:
     add_progress_option(scan, "and the rows go to --output")
 
 
-def _run(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.scan.table_scan import scan_table
-
+def _check(args: argparse.Namespace) -> None:
+    """What needs no table: the limit, the output, the condition's syntax."""
     if args.limit is not None and args.limit < 0:
         raise UsageError(f"--limit must be 0 or more, got {args.limit}")
     check_output(args)
+    check_where_syntax(args)
+
+
+def _run(args: argparse.Namespace, table: Any) -> int:
+    from puffin.iceberg.scan.table_scan import scan_table
+
     scan = scan_table(table, args.where, column_list(args.columns), args.snapshot_id, args.limit)
     reader = scan.to_arrow_batch_reader(progress=row_progress(args))
     return write_rows(reader, args.format, args.output)
@@ -85,8 +91,8 @@ def add_output_options(command: argparse.ArgumentParser) -> None:
 
 
 def check_output(args: argparse.Namespace) -> None:
-    """Refuse Parquet on a terminal and an ``--output`` that cannot be written, before any
-    row is read."""
+    """Refuse Parquet on a terminal and an ``--output`` that cannot be written, before the
+    table is opened."""
     from puffin.cli._common import is_terminal, require_output
 
     binary_out = getattr(sys.stdout, "buffer", None) is not None and not is_terminal(sys.stdout)

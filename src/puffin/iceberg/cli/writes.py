@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from puffin.cli.output import print_json
-from puffin.errors import UsageError
 from puffin.iceberg.cli._base import TableCommands
+from puffin.iceberg.writes.parquet_files import require_present
 
 __all__ = ["add_write_commands"]
 
@@ -25,62 +25,40 @@ pyiceberg 0.12 cannot write; on v1/v2 tables they are pyiceberg's own.
 
 def add_write_commands(commands: TableCommands) -> None:
     """Add ``append`` and ``add-files`` to the ``puffin table`` subparsers."""
+    from puffin.cli import add_progress_option
+
     for name, run, what in (
         ("append", _run_append, "append the rows of Parquet files (rewritten into data files)"),
         ("add-files", _run_add_files, "register existing Parquet files as data files"),
     ):
-        command = commands.add(name, run, help=what, epilog=_EPILOG_APPEND)
+        command = commands.add(name, run, help=what, epilog=_EPILOG_APPEND, check=check_files)
         command.add_argument("files", nargs="+", metavar="FILE", help="Parquet files")
+        if name == "append":
+            add_progress_option(command, "for the rows read")
 
 
-def _reader(paths: list[str], partitioned: bool) -> Any:
-    """The files' rows: streamed, or whole for a partitioned table (pyiceberg's limit).
-    A file that is not Parquet, or files whose schemas differ, are the user's mistake."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
+def check_files(args: argparse.Namespace) -> None:
+    """Every local file named exists and is a regular file, before the table is opened: a
+    typo is one line saying so, not a path alone after pyiceberg has loaded."""
     from puffin.cli._common import require_regular
 
-    for path in paths:
+    require_present(args.files)
+    for path in args.files:
         require_regular(path, "a Parquet file")
-    try:
-        dataset = ds.dataset(paths, format="parquet")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        why = " ".join(str(exc).split())
-        raise UsageError(f"cannot read the files as Parquet: {why}") from None
-    if partitioned:
-        return dataset.to_table()
-    import pyarrow.parquet as pq
-
-    def batches() -> Any:
-        # A file at a time, a column chunk at a time: pyarrow's dataset scanner and a
-        # pre-buffered ParquetFile keep what they read until the end (apache/arrow#39808).
-        for path in dataset.files:
-            with dataset.filesystem.open_input_file(path) as stream:
-                source = pq.ParquetFile(stream, pre_buffer=False)
-                missing = sorted(set(dataset.schema.names) - set(source.schema_arrow.names))
-                if missing:
-                    raise UsageError(
-                        f"{path} has no column {', '.join(missing)}: the files of one "
-                        f"append need the columns of the first ({paths[0]})"
-                    )
-                for batch in source.iter_batches(batch_size=65536):
-                    yield batch.select(dataset.schema.names).cast(dataset.schema)
-
-    return pa.RecordBatchReader.from_batches(dataset.schema, batches())
 
 
 def _run_append(args: argparse.Namespace, table: Any) -> int:
     from puffin.iceberg.writes.append import append
+    from puffin.iceberg.writes.parquet_files import ParquetFiles
+    from puffin.support.progress import Progress
 
     before = table.current_snapshot()
-    partitioned = not table.spec().is_unpartitioned()
-    import pyarrow as pa
-
-    try:
-        committed = append(table, _reader(list(args.files), partitioned))
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:  # a file that reads wrong midway
-        raise UsageError(f"cannot read the files: {' '.join(str(exc).split())}") from None
+    files = ParquetFiles(args.files)
+    files.require_fit(table)
+    with Progress(files.rows, label="append ", enabled=args.progress, delay=1.0) as bar:
+        # pyiceberg writes a partitioned table from a whole table; an unpartitioned one streams
+        rows = files.reader(bar) if table.spec().is_unpartitioned() else files.table(bar)
+        committed = append(table, rows)
     return _report(args, "table append", before, committed)
 
 

@@ -12,21 +12,25 @@ table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported
 
 from __future__ import annotations
 
+import os
+import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations
-from puffin.iceberg.metadata.commits import main_branch_requirements, with_retries
+from puffin.iceberg.metadata.commits import backoff, main_branch_requirements, with_retries
 from puffin.iceberg.metadata.retention import (
     MAX_AGE_PROPERTY,
     MIN_KEEP_PROPERTY,
     OlderThan,
+    StillExpired,
     cutoff_ms_of,
     expired_snapshots,
 )
-from puffin.iceberg.metadata.v3 import commit
+from puffin.iceberg.metadata.v3 import checks_requirements_here, commit
 from puffin.iceberg.metadata.versions import newer_metadata
 from puffin.iceberg.verify.orphans import kind_of, reachable_files
 from puffin.io.locations import location_key
@@ -38,6 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["Deleter", "ExpireResult", "delete_here", "expire_snapshots"]
 
 MAX_ATTEMPTS = 4
+#: Readings of what the table reaches after the commit, while a commit in flight settles.
+_SETTLE_ATTEMPTS = 6
 
 #: What deletes the files only expired snapshots reached, ``(location, kind)`` each, every
 #: one through the guard ``Deletions`` (:func:`delete_here` in this process; Spark executors
@@ -62,6 +68,9 @@ class ExpireResult:
     deleted: dict[str, tuple[int, int]]
     #: files only expired snapshots reached that lie outside the table's locations: kept
     skipped_outside_table: list[str]
+    #: files only expired snapshots reached, kept because a newer metadata file (a commit
+    #: in flight) could not be read whole; ``remove_orphan_files`` removes them later
+    left_undeleted: list[str] = field(default_factory=list)
 
     @property
     def deleted_files(self) -> int:
@@ -98,66 +107,87 @@ def expire_snapshots(
     if retain_last < 1:
         raise UsageError(f"retain_last must be at least 1 (the current snapshot): {retain_last}")
     cutoff_ms = cutoff_ms_of(older_than, properties.get(MAX_AGE_PROPERTY))
-    before: list[TableMetadata] = []
+    done: list[tuple[TableMetadata, set[int]]] = []  # what the committed attempt removed
 
     def attempt(current: Table, number: int, written: list[str]) -> Table:
-        from pyiceberg.table.update import RemovePartitionStatisticsUpdate, RemoveSnapshotsUpdate
-
         expired = expired_snapshots(current.metadata, cutoff_ms, retain_last)
-        before[:] = [current.metadata]
+        done[:] = [(current.metadata, expired)]
         if not expired:
             return current
-        # Removing a snapshot removes its refs and statistics entry (pyiceberg's rule);
-        # its partition statistics go explicitly.
-        updates: list[Any] = [
-            RemoveSnapshotsUpdate.model_validate({"snapshot-ids": sorted(expired)})
-        ]
-        updates += [
-            RemovePartitionStatisticsUpdate.model_validate({"snapshot-id": p.snapshot_id})
-            for p in current.metadata.partition_statistics
-            if p.snapshot_id in expired
-        ]
-        requirements = main_branch_requirements(current, current.current_snapshot())
-        return commit(current, requirements, updates)
+        requirements = _requirements(current, StillExpired(expired, cutoff_ms, retain_last))
+        return commit(current, requirements, _updates(current.metadata, expired))
 
     committed = with_retries(table, attempt, MAX_ATTEMPTS)
-    old = before[0]
-    now = {s.snapshot_id for s in committed.metadata.snapshots}
-    removed = sorted({s.snapshot_id for s in old.snapshots} - now)
+    old, removed = done[0]
     deletions = Deletions(committed, TableLocations.of(committed, allow_prefixes))
+    left: list[str] = []
     if removed:
-        _delete_unreached(table, committed, old, deletions, deleter)
+        left = _delete_unreached(table, committed, old, removed, deletions, deleter)
     return ExpireResult(
         committed,
-        removed,
+        sorted(removed),
         {k: (v[0], v[1]) for k, v in sorted(deletions.deleted.items())},
         deletions.skipped_outside_table,
+        left,
     )
 
 
+def _updates(metadata: TableMetadata, expired: set[int]) -> list[Any]:
+    """Removing a snapshot removes its refs and statistics entry (pyiceberg's rule); its
+    partition statistics go explicitly."""
+    from pyiceberg.table.update import RemovePartitionStatisticsUpdate, RemoveSnapshotsUpdate
+
+    updates: list[Any] = [RemoveSnapshotsUpdate.model_validate({"snapshot-ids": sorted(expired)})]
+    updates += [
+        RemovePartitionStatisticsUpdate.model_validate({"snapshot-id": p.snapshot_id})
+        for p in metadata.partition_statistics
+        if p.snapshot_id in expired
+    ]
+    return updates
+
+
+def _requirements(table: Table, still: StillExpired) -> list[Any]:
+    """Commit against the catalog's table as it is when the commit lands, as Java does, if
+    the catalog checks requirements here (what is removed must still be expired then:
+    ``main`` may have moved on); otherwise ``main`` must not have moved (a REST server
+    knows only Iceberg's own requirement types)."""
+    from pyiceberg.table.update import AssertTableUUID
+
+    if not checks_requirements_here(table):
+        return main_branch_requirements(table, table.current_snapshot())
+    return [AssertTableUUID(uuid=table.metadata.table_uuid), still]
+
+
 def _delete_unreached(
-    table: Table, committed: Table, old: TableMetadata, deletions: Deletions, deleter: Deleter
-) -> None:
-    """Delete what only the expired snapshots reached. What the table reaches now is read
-    after the commit, so a file a concurrent commit has just made reachable again is kept,
-    as is anything a metadata file newer than the catalog's reaches (a commit in flight, or
-    another catalog writing to the same folder)."""
+    table: Table,
+    committed: Table,
+    old: TableMetadata,
+    removed: set[int],
+    deletions: Deletions,
+    deleter: Deleter,
+) -> list[str]:
+    """Delete what only the ``removed`` snapshots reached; the files left undeleted
+    (listed) when what a newer metadata file reaches could not be read.
+
+    What the table reaches is read after the commit, so a file a concurrent commit has just
+    made reachable again is kept, as is anything a metadata file newer than the catalog's
+    reaches (a commit in flight, or another catalog writing to the same folder). A commit in
+    flight that loses its race removes its manifest list and then its metadata file: such a
+    file read half-way is read again, after a backoff, until the folder settles."""
+    expired = _expired_files(table, old, removed)
     try:
-        current = committed.refresh()
-        newer = newer_metadata(current)
-        if any(n.metadata is None for n in newer):
-            return  # what it reaches is unknown: its files stay, as orphans at worst
-        live = reachable_files(current, live_only=True)
-        for n in newer:
-            if n.metadata is not None:
-                live |= reachable_files(current, n.metadata)
-        kept = {location_key(p) for p in live}
-        unreached = [
-            (location, kind_of(location))
-            for location in sorted(reachable_files(table, old))
-            if location_key(location) not in kept
-        ]
-        deleter(deletions, unreached)
+        for number in range(1, _SETTLE_ATTEMPTS + 1):
+            live = _live_files(committed)
+            if live is not None:
+                kept = {location_key(p) for p in live}
+                unreached = [
+                    (location, kind_of(location))
+                    for location in sorted(expired)
+                    if location_key(location) not in kept
+                ]
+                deleter(deletions, unreached)
+                return []
+            time.sleep(backoff(number))
     except KeyboardInterrupt as exc:  # the expiry stands; what is left is orphans
         snapshot = committed.current_snapshot()
         raise InterruptedAfterCommit(
@@ -166,3 +196,48 @@ def _delete_unreached(
             "some files only the expired snapshots reached were not deleted: "
             "`puffin table remove-orphans` (remove_orphan_files) removes them",
         ) from exc
+    warnings.warn(
+        f"{len(expired)} files only the expired snapshots reached were kept: a metadata file "
+        "newer than the catalog's could not be read; `puffin table remove-orphans` removes "
+        "them once it is gone or committed",
+        stacklevel=3,
+    )
+    return sorted(expired)
+
+
+def _live_files(committed: Table) -> set[str] | None:
+    """What the table reaches now, and every newer metadata file too; ``None`` when one of
+    those could not be read whole (a commit in flight still written, or one that lost and
+    is being removed)."""
+    current = committed.refresh()
+    newer = [n for n in newer_metadata(current) if os.path.exists(n.path)]
+    if any(n.metadata is None for n in newer):
+        return None
+    try:
+        live = reachable_files(current, live_only=True)
+        for n in newer:
+            assert n.metadata is not None
+            live |= reachable_files(current, n.metadata)
+    except FileNotFoundError:
+        return None  # a file of a commit that lost its race, removed while read
+    return live
+
+
+def _expired_files(table: Table, old: TableMetadata, removed: set[int]) -> set[str]:
+    """Every file the ``removed`` snapshots of ``old`` reach (their manifest lists,
+    manifests, content files and statistics files); a snapshot whose manifest list another
+    expiry deleted already is skipped."""
+    found = {s.statistics_path for s in old.statistics if s.snapshot_id in removed}
+    found.update(p.statistics_path for p in old.partition_statistics if p.snapshot_id in removed)
+    seen: set[str] = set()
+    for snapshot in old.snapshots:
+        if snapshot.snapshot_id not in removed:
+            continue
+        one = old.model_copy(
+            update={"snapshots": [snapshot], "statistics": [], "partition_statistics": []}
+        )
+        try:
+            found |= reachable_files(table, one, seen=seen)
+        except FileNotFoundError:
+            found.add(snapshot.manifest_list)  # what is left of it, if anything
+    return found

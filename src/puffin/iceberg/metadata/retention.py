@@ -20,6 +20,7 @@ __all__ = [
     "MAX_AGE_PROPERTY",
     "MIN_KEEP_PROPERTY",
     "OlderThan",
+    "StillExpired",
     "cutoff_ms_of",
     "cutoff_of",
     "expired_snapshots",
@@ -104,3 +105,35 @@ def expired_snapshots(metadata: TableMetadata, cutoff_ms: int, retain_last: int)
         for s in metadata.snapshots
         if s.snapshot_id not in kept and s.timestamp_ms < cutoff_ms
     }
+
+
+class StillExpired:
+    """A commit requirement: every snapshot an expiry removes would still be removed by the
+    same rule on the table as the catalog holds it when the commit lands.
+
+    Iceberg Java's ``RemoveSnapshots`` commits against the refreshed table; so does an
+    expiry here, when the catalog checks requirements in this process (a SQL catalog, see
+    :func:`~puffin.iceberg.metadata.v3.checks_requirements_here`): an append that moved
+    ``main`` meanwhile changes nothing it removes, while a ref set at one of its snapshots,
+    or another expiry that removed some first, fails the requirement (pyiceberg's
+    ``CommitFailedException``) and the expiry is computed again.
+    """
+
+    def __init__(self, expired: set[int], cutoff_ms: int, retain_last: int) -> None:
+        self.expired = frozenset(expired)
+        self.cutoff_ms = cutoff_ms
+        self.retain_last = retain_last
+
+    def validate(self, base_metadata: TableMetadata | None) -> None:
+        """Raise pyiceberg's ``CommitFailedException`` if the expiry no longer holds."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        if base_metadata is None:
+            raise CommitFailedException("Requirement failed: the table is gone")
+        still = expired_snapshots(base_metadata, self.cutoff_ms, self.retain_last)
+        if not self.expired <= still:
+            changed = sorted(self.expired - still)[:3]
+            raise CommitFailedException(
+                f"Requirement failed: snapshots {changed} are no longer to expire (a ref "
+                "points at one, or it was removed meanwhile)"
+            )

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ManifestListWriterV3",
+    "checks_requirements_here",
     "commit",
     "inherited_first_row_ids",
     "pyiceberg_writes_v3",
@@ -210,6 +211,16 @@ def commit(
         return committed
 
     return committed_or_interrupted(commit_and_tidy)
+
+
+def checks_requirements_here(table: Table) -> bool:
+    """Whether a commit's requirements are checked in this process, against the catalog's
+    current metadata at the moment of the swap (SQL catalogs): then a requirement may be
+    any object with pyiceberg's ``validate(metadata)``, not only the types a REST catalog's
+    server knows."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return isinstance(table.catalog, SqlCatalog)
 
 
 def _delete_dropped_metadata(base: Table, committed: Table) -> None:

@@ -62,10 +62,18 @@ def check_schema(table: Table, schema: pa.Schema, *, what: str = "the data") -> 
 @contextlib.contextmanager
 def schema_errors(table: Table, what: str = "the data") -> Iterator[None]:
     """Run pyiceberg's schema checks quietly: its printed table off stdout, its
-    ``ValueError`` a one-line :class:`UsageError` naming the fields that differ."""
+    ``ValueError`` a one-line :class:`UsageError` naming the fields that differ (and an
+    Arrow type Iceberg has no type for, the column that has it)."""
+    from pyiceberg.io.pyarrow import UnsupportedPyArrowTypeException
+
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             yield
+        except UnsupportedPyArrowTypeException as exc:
+            raise UsageError(
+                f"{what} does not fit table {_name(table)}: {_one_line(exc)}, which a format "
+                f"version {table.metadata.format_version} table cannot hold"
+            ) from None
         except ValueError as exc:
             if isinstance(exc, UsageError):
                 raise
@@ -79,7 +87,7 @@ def _name(table: Table) -> str:
     return ".".join(table.name())
 
 
-def _one_line(exc: ValueError) -> str:
+def _one_line(exc: Exception) -> str:
     """pyiceberg's message, its box-drawn field table reduced to the rows that differ."""
     text = str(exc)
     rows = [
