@@ -86,8 +86,8 @@ def cleaner(warehouse: str, grace_s: float, seconds: float, seed: int, out: str)
                     table, older_than=grace, allow_short_grace_period=True
                 )
                 record = {"removed": len(result.removed), "kept": len(result.kept_referenced)}
-            except NewerMetadataError:
-                record = {"refused": True}
+            except NewerMetadataError as exc:
+                record = {"refused": True, "message": str(exc)[:500]}
             except Exception as exc:
                 record = {"error": type(exc).__name__, "message": str(exc)[:500]}
                 record["traceback"] = traceback.format_exc()[-3000:]

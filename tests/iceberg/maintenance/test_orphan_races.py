@@ -146,6 +146,8 @@ def test_cleanup_beside_a_writer_loses_nothing(
     result = race(tmp_path, mode, v3, grace, seed)
     table = check(result, commits=mode == "small" or grace > 0)
     data = Path(local_path(table.location()) or "") / "data"
+    refused = [r for r in result.cleaner if r.get("refused")]
+    assert not refused, f"seed {seed}: a commit in flight taken for another history: {refused}"
     cleaned = [r for r in result.cleaner if "removed" in r]
     assert cleaned, f"seed {seed}: the cleaner never ran to the end: {result.cleaner}"
     assert not list(data.glob("stray-*")), f"seed {seed}: the real orphans were kept"

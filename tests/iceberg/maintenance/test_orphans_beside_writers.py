@@ -138,6 +138,34 @@ def test_a_commit_in_flight_keeps_every_file_it_references(tmp_path: Path) -> No
     assert table.refresh().scan().to_arrow().num_rows == 250
 
 
+def test_a_commit_in_flight_is_one_whatever_the_grace_period(tmp_path: Path) -> None:
+    """Written two minutes ago (a slow commit) with a grace period of zero: still a commit
+    that may land, so it is protected and never called debris (issue 59: a cleanup with a
+    short grace period refused and advised deleting a file that became current)."""
+    table, committed, root = _commit_the_catalog_never_took(tmp_path)
+    path = local_path(committed.metadata_location) or ""
+    _age([path], datetime.timedelta(minutes=2))
+    before = _files(root)
+    result = remove_orphan_files(table, older_than=ZERO, allow_short_grace_period=True)
+    assert result.removed == [] and _files(root) == before
+
+
+def test_two_commits_between_a_refresh_and_the_listing_are_no_foreign_history(
+    tmp_path: Path,
+) -> None:
+    """The catalog took two commits after the cleanup read it: the second file's log ends
+    at the first, not at the version the cleanup knows. Read again, both are the table's."""
+    from puffin.iceberg.maintenance import orphans
+
+    table = _table(tmp_path)
+    stale = local_catalog(tmp_path / "wh").load_table("db.t")
+    for start in (10_000, 20_000):
+        table = append(table, sample_batch(50, start=start), statistics="none")
+    protected = orphans._protected(stale)
+    newest = table.current_snapshot()
+    assert newest is not None and local_path(newest.manifest_list) in protected
+
+
 def test_newer_metadata_that_is_no_commit_in_flight_stops_the_cleanup(tmp_path: Path) -> None:
     table, committed, root = _commit_the_catalog_never_took(tmp_path)
     before = _files(root)
@@ -149,6 +177,13 @@ def test_newer_metadata_that_is_no_commit_in_flight_stops_the_cleanup(tmp_path: 
         with pytest.raises(NewerMetadataError, match="nothing was deleted"):
             remove_orphan_files(table, older_than=grace, dry_run=True)
     assert _files(root) == before
+    with pytest.raises(NewerMetadataError) as refused:
+        remove_orphan_files(table, older_than=ZERO, allow_short_grace_period=True)
+    message = str(refused.value)
+    for words in ("(30 days ago)", "older than 10 minutes is no commit in flight",
+                  "metadata-log", "check that no writer of this table runs"):  # fmt: skip
+        assert words in message, message
+    assert "Delete the file" not in message
     (warning,) = [w for w in verify_table(table.refresh()).warnings if w.kind == "newer-metadata"]
     assert warning.path.endswith(name) and "orphan cleanup refuses" in warning.message
 
@@ -201,9 +236,9 @@ def test_a_file_referenced_while_the_cleanup_ran_is_put_back(
     real = orphans._protected
     calls: list[int] = []
 
-    def protected(table: Any, grace: Any, **kwargs: Any) -> set[str]:
+    def protected(table: Any, **kwargs: Any) -> set[str]:
         calls.append(1)
-        found = real(table, grace, **kwargs)
+        found = real(table, **kwargs)
         return found | ({str(stray)} if len(calls) == 2 else set())
 
     monkeypatch.setattr(orphans, "_protected", protected)

@@ -11,9 +11,10 @@ look exactly like orphans until its commit lands, so four rules keep a live tabl
   period outright and sends the user to its action API);
 * **newer metadata**: a metadata file numbered at or above the catalog's current one
   (:mod:`puffin.iceberg.metadata.versions`) is never deleted, nor anything it reaches; one
-  that is no commit in flight (older than the grace period or ten minutes, or with a history
-  the catalog does not know: another catalog, a copied warehouse) makes the cleanup refuse
-  with :class:`~puffin.errors.NewerMetadataError`;
+  that is no commit in flight (written over ten minutes ago, or with a history the catalog
+  does not know: another catalog, a copied warehouse), judged against the catalog as read
+  again after the listing, makes the cleanup refuse with
+  :class:`~puffin.errors.NewerMetadataError`, saying how to tell what the file is;
 * **set aside, read again, then delete**: candidates are renamed aside
   (:mod:`puffin.iceberg.maintenance.guard`), the references are read again from the catalog
   and the metadata folder, and a file referenced by then is put back. A commit that checked
@@ -38,7 +39,7 @@ from puffin.errors import NewerMetadataError, UsageError
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
-from puffin.iceberg.metadata.versions import metadata_version, newer_metadata
+from puffin.iceberg.metadata.versions import NewerMetadata, metadata_version, newer_metadata
 from puffin.iceberg.verify.orphans import (
     DEFAULT_OLDER_THAN,
     Lister,
@@ -130,11 +131,10 @@ def remove_orphan_files(
             print(orphan.kind, orphan.path, orphan.size)
     """
     cutoff = check_grace_period(older_than, not dry_run, allow_short_grace_period)
-    grace = datetime.datetime.now(datetime.timezone.utc) - cutoff
     if not dry_run:
         require_writable_location(table, catalog=False)  # a read-only mount: say so first
     table = table.refresh()
-    protected = _protected(table, grace)
+    protected = _protected(table)
     deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
     restored = _restore_set_aside(table, deletions, dry_run)
     chosen = [o for o in find_orphans(table, protected, lister=lister) if o.modified <= cutoff]
@@ -143,7 +143,7 @@ def remove_orphan_files(
         removed = [o for o in chosen if o.path not in kept]
         return OrphanResult(chosen, dry_run, removed, {}, kept, restored=restored)
     aside = [(o, deletions.set_aside(o.path)) for o in chosen]
-    removed, kept_referenced = _finish(table, grace, deletions, aside, finisher)
+    removed, kept_referenced = _finish(table, deletions, aside, finisher)
     return OrphanResult(
         chosen,
         dry_run,
@@ -174,7 +174,6 @@ def check_grace_period(
 
 def _finish(
     table: Table,
-    grace: datetime.timedelta,
     deletions: Deletions,
     aside: list[tuple[Orphan, str | None]],
     finisher: Finisher,
@@ -192,7 +191,7 @@ def _finish(
             kept.append(found[0].path)
 
     try:
-        again = _protected(table.refresh(), grace, before_read=put_back)
+        again = _protected(table.refresh(), before_read=put_back)
     except BaseException:
         for o, a in pending.values():
             deletions.restore(a, _local(o.path))
@@ -210,34 +209,50 @@ def _finish(
 
 def _protected(
     table: Table,
-    grace: datetime.timedelta,
     *,
     before_read: Callable[[str], None] | None = None,
 ) -> set[str]:
     """Every file the catalog's metadata and any commit in flight reference; refuses when
     newer metadata is no commit in flight, or when its files vanish while read (a failed
-    commit removing them is read again)."""
-    version = metadata_version(table.metadata_location)
+    commit removing them is read again). Newer metadata is judged against the catalog as
+    it is after the folder was listed: a writer may commit twice between a refresh and the
+    listing, so its second file looks like a foreign history until the catalog is read again."""
+    last = "the catalog took new commits each time"
     for _ in range(_READS):
         newer = newer_metadata(table)
-        stale = [n for n in newer if not n.in_flight(min(grace, IN_FLIGHT_WINDOW))]
+        stale = [n for n in newer if not n.in_flight(IN_FLIGHT_WINDOW)]
         if stale:
-            lines = "; ".join(f"{n.path} is {n.describe(version)}" for n in stale)
-            raise NewerMetadataError(
-                f"orphan cleanup refused, nothing was deleted: {lines}. Files that metadata "
-                "references would look orphaned here. Delete the file if it is a failed "
-                "commit's debris; if another catalog owns this table's newer history, clean "
-                "up through it"
-            )
+            known = table.metadata_location
+            if table.refresh().metadata_location != known:  # pyiceberg refreshes in place
+                continue  # the catalog took commits while we looked: look again
+            raise NewerMetadataError(_refusal(table, stale))
         try:
             return referenced_files(table, newer, before_read=before_read)
         except FileNotFoundError as exc:
             if not newer or all(os.path.exists(n.path) for n in newer):
                 raise  # not a commit that failed meanwhile: the table itself misses a file
-            missing = exc
+            last = str(exc)
+        table = table.refresh()
     raise NewerMetadataError(
-        f"orphan cleanup refused, nothing was deleted: commits kept failing while their "
-        f"files were read ({missing}); run it again"
+        f"orphan cleanup refused, nothing was deleted: the table kept changing while its "
+        f"files were read ({_READS} readings; last: {last}); run it again"
+    )
+
+
+def _refusal(table: Table, stale: Sequence[NewerMetadata]) -> str:
+    """Why the cleanup refuses, how to tell what each file is, and what is safe."""
+    version = metadata_version(table.metadata_location)
+    lines = "; ".join(f"{n.path} is {n.describe(version)}" for n in stale)
+    minutes = int(IN_FLIGHT_WINDOW.total_seconds() // 60)
+    return (
+        f"orphan cleanup refused, nothing was deleted: {lines}. Every file such metadata "
+        "references looks orphaned to this catalog, so none of them is deleted while it is "
+        f"there. A commit swaps the catalog's pointer seconds after writing its file, so a "
+        f"file older than {minutes} minutes is no commit in flight: if its history is another "
+        "catalog's (its metadata-log names files this catalog never had), clean up through "
+        "that catalog; if it is a failed commit's, check that no writer of this table runs, "
+        "then move it out of the metadata folder (keep it until `puffin table verify` is "
+        "clean) and run the cleanup again"
     )
 
 

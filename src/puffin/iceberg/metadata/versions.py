@@ -79,11 +79,23 @@ class NewerMetadata:
                 f"numbered {above}, with a history the catalog does not know (another "
                 "catalog, or a copy of this warehouse, writes to this table's folder)"
             )
+        age = datetime.datetime.now(datetime.timezone.utc) - self.modified
         return (
-            f"numbered {above}, a commit based on the current metadata that the catalog "
-            "never took (another catalog's or a copy's, or a failed commit's debris), "
-            f"written {self.modified:%Y-%m-%d %H:%M:%S} UTC"
+            f"numbered {above}, based on the current metadata, written "
+            f"{self.modified:%Y-%m-%d %H:%M:%S} UTC ({_age(age)} ago) and not taken by the "
+            "catalog since: another catalog's or a copy's commit, or a failed commit's file"
         )
+
+
+def _age(age: datetime.timedelta) -> str:
+    seconds = max(int(age.total_seconds()), 0)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 2 * 3600:
+        return f"{seconds // 60} min"
+    if seconds < 2 * 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} days"
 
 
 def newer_metadata(table: Table) -> list[NewerMetadata]:
