@@ -22,6 +22,7 @@ from puffin.errors import IntegrationError, MissingDependencyError, PuffinError,
 from puffin.iceberg.cli.deletes import written_files, written_line
 from puffin.spark._java import check_java, local_session, log_directory
 from puffin.spark._progress import JobProgress
+from puffin.spark.cli_checks import check_arguments, check_table, current_only
 from puffin.spark.cli_maintenance import add_maintenance_commands
 from puffin.spark.deletes import (
     delete_rows,
@@ -147,6 +148,7 @@ def _add_delete_commands(
         help="upgrade the table to format version 3 with those vectors, in one commit",
     )
     migrate.set_defaults(func=_cli_migrate)
+    current_only(migrate)
 
     convert = _command(
         commands,
@@ -223,14 +225,17 @@ def _cli_errors() -> Iterator[None]:
 def _cli_open(args: argparse.Namespace, progress: JobProgress) -> tuple[SparkSession, Table]:
     # Both extras first: a missing one is the same one line (exit 2) whatever else is wrong.
     require("pyspark.sql", "spark")
+    require("pyiceberg.expressions.parser", "iceberg")  # the first checks need it, no more
+    check_arguments(args)  # a mistake in the options is told before Java is even looked for
     require("pyiceberg.catalog", "iceberg")
     from puffin.iceberg import load_catalog, load_table
 
     if not (args.master.startswith("sc://") or os.environ.get("SPARK_REMOTE")):
-        check_java()  # before anything else: the one thing a fresh machine may lack
+        check_java()  # before the table: the one thing a fresh machine may lack
     progress.phase("loading the table")
     catalog = load_catalog(args.catalog, warehouse=args.warehouse, create=False)
     table = load_table(catalog, args.table)
+    check_table(args, table)  # a second, no JVM: Spark starts only for a job that can run
     progress.phase(
         "packing the environment (once) and starting Spark"
         if args.ship_environment
@@ -353,11 +358,6 @@ def _cli_migrate(args: argparse.Namespace) -> int:
         raise UsageError("--commit writes the vectors into the table: it takes no --output")
     with _cli_errors(), JobProgress(enabled=args.progress) as progress:
         spark, table = _cli_open(args, progress)
-        current = table.current_snapshot()
-        if args.snapshot_id is not None and (
-            current is None or args.snapshot_id != current.snapshot_id
-        ):
-            raise UsageError("migrate-deletes works on the current snapshot only")
         with progress.watching(spark):
             if args.commit:
                 before = table.metadata.format_version

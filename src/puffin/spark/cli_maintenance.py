@@ -83,33 +83,33 @@ def _now(handler: Callable[[argparse.Namespace, Runner], int], run: Runner) -> C
 
 
 def _compact(args: argparse.Namespace, run: Runner) -> int:
+    options = {**compact_options(args), "progress": False}  # Spark's progress line instead
     from puffin.spark.compact import rewrite_data_files
 
-    options = {**compact_options(args), "progress": False}  # Spark's progress line instead
     result = run(args, lambda spark, table: rewrite_data_files(spark, table, **options))
     return report_compaction(args, f"spark {args.spark_command}", result)
 
 
 def _expire(args: argparse.Namespace, run: Runner) -> int:
+    options = expire_options(args)
     from puffin.spark.table_files import expire_snapshots
 
-    options = expire_options(args)
     result = run(args, lambda spark, table: expire_snapshots(spark, table, **options))
     return report_expiry(args, f"spark {args.spark_command}", result)
 
 
 def _remove_orphans(args: argparse.Namespace, run: Runner) -> int:
+    options = orphan_options(args)
     from puffin.spark.table_files import remove_orphan_files
 
-    options = orphan_options(args)
     result = run(args, lambda spark, table: remove_orphan_files(spark, table, **options))
     return report_orphans(args, f"spark {args.spark_command}", result)
 
 
 def _rewrite_deletes(args: argparse.Namespace, run: Runner) -> int:
+    size = rewrite_deletes_size(args)
     from puffin.spark.rewrite_deletes import rewrite_position_delete_files
 
-    size = rewrite_deletes_size(args)
 
     def job(spark: SparkSession, table: Table) -> Any:
         return rewrite_position_delete_files(spark, table, target_file_size_bytes=size)
