@@ -32,6 +32,7 @@ REPORTS = {
     "bench_append.py": "statistics: full / incremental =",
     "bench_append_memory.py": "goal: each append ≤ 256 MiB above its baseline",
     "bench_changes.py": "| changes of | changes | scan both + diff |",
+    "bench_cli_startup.py": "startup goal (help and usage errors under 0.5 s, median):",
     "bench_commit_checks.py": "| stat per file (shipped) |",
     "bench_commits.py": "rewrite_data_files + expire_snapshots:",
     "bench_container.py": "peak above baseline MiB",
