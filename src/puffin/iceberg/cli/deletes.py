@@ -50,6 +50,8 @@ left as it is.
 
 def add_delete_commands(commands: TableCommands) -> None:
     """Add ``upgrade``, ``delete`` and ``dv`` to the ``puffin table`` subparsers."""
+    from puffin.cli import add_progress_option
+
     commands.add(
         "upgrade",
         _run_upgrade,
@@ -67,6 +69,7 @@ def add_delete_commands(commands: TableCommands) -> None:
     delete.add_argument(
         "--all-rows", action="store_true", help="allow a condition that matches every row"
     )
+    add_progress_option(delete, "for the rows read")
     dv = commands.add("dv", _run_dv, help="list the live deletion vectors of a snapshot")
     dv.add_argument("--snapshot-id", type=int, help="snapshot (default: current)")
 
@@ -103,7 +106,9 @@ def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
 def _run_delete(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.deletes.rows import delete_rows
 
-    result = delete_rows(table, args.where, allow_all_rows=args.all_rows)
+    result = delete_rows(
+        table, args.where, allow_all_rows=args.all_rows, progress=args.progress
+    )
     vectors = [
         {
             "referenced_data_file": v.referenced_data_file,

@@ -9,6 +9,7 @@ about to reference the file it has just written.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from puffin.cli.output import print_json
@@ -45,6 +46,8 @@ reached. A file outside the table's locations is never deleted: it is listed as 
 
 def add_maintenance_commands(commands: TableCommands) -> None:
     """Add ``remove-orphans`` and ``expire`` to ``puffin table``."""
+    from puffin.cli import add_progress_option
+
     expire = commands.add(
         "expire",
         _run_expire,
@@ -53,6 +56,7 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         check=expire_options,
     )
     add_expire_options(expire)
+    add_progress_option(expire, "for the files deleted")
     clean = commands.add(
         "remove-orphans",
         _run_clean,
@@ -61,6 +65,7 @@ def add_maintenance_commands(commands: TableCommands) -> None:
         check=orphan_options,
     )
     add_orphan_options(clean)
+    add_progress_option(clean, "for the files deleted")
 
 
 def add_orphan_options(parser: argparse.ArgumentParser) -> None:
@@ -116,10 +121,25 @@ def expire_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_clean(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.maintenance.orphans import remove_orphan_files
+    from puffin.iceberg.maintenance.orphans import finish_here, remove_orphan_files
 
-    result = remove_orphan_files(table, **orphan_options(args))
+    def finisher(deletions: Any, files: Sequence[tuple[str, str]]) -> set[str]:
+        gone: set[str] = set()
+        with _file_progress(args, "remove-orphans ", len(files)) as bar:
+            for one in files:  # finish_here a file at a time, counted
+                gone |= finish_here(deletions, [one])
+                bar.update(1)
+        return gone
+
+    result = remove_orphan_files(table, **orphan_options(args), finisher=finisher)
     return report_orphans(args, "table remove-orphans", result)
+
+
+def _file_progress(args: argparse.Namespace, label: str, files: int) -> Any:
+    """The progress line of a job that deletes ``files`` files, one at a time."""
+    from puffin.support.progress import Progress
+
+    return Progress(files, unit="files", label=label, enabled=args.progress, delay=1.0)
 
 
 def report_orphans(args: argparse.Namespace, command: str, result: Any) -> int:
@@ -166,9 +186,16 @@ def report_orphans(args: argparse.Namespace, command: str, result: Any) -> int:
 
 
 def _run_expire(args: argparse.Namespace, table: Any) -> int:
-    from puffin.iceberg.maintenance.expire import expire_snapshots
+    from puffin.iceberg.maintenance.expire import delete_here, expire_snapshots
 
-    return report_expiry(args, "table expire", expire_snapshots(table, **expire_options(args)))
+    def deleter(deletions: Any, files: Sequence[tuple[str, str]]) -> None:
+        with _file_progress(args, "expire ", len(files)) as bar:
+            for one in files:  # delete_here a file at a time, counted
+                delete_here(deletions, [one])
+                bar.update(1)
+
+    result = expire_snapshots(table, **expire_options(args), deleter=deleter)
+    return report_expiry(args, "table expire", result)
 
 
 def report_expiry(args: argparse.Namespace, command: str, result: Any) -> int:

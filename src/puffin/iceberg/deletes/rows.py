@@ -36,6 +36,7 @@ from puffin.iceberg.writes.rewrite import (
     scoped_position_deletes,
     target_file_size,
 )
+from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -111,13 +112,15 @@ def delete_rows(
     *,
     max_attempts: int = MAX_ATTEMPTS,
     allow_all_rows: bool = True,
+    progress: bool | None = False,
 ) -> DeleteResult:
     """Delete the rows matching ``where`` with deletion vectors, in one ``delete`` snapshot.
 
     ``where`` is a pyiceberg ``BooleanExpression`` or a row-filter string (``"id < 3"``),
     bound strictly to the table's current schema.  Deleting nothing commits nothing.  With
     ``allow_all_rows=False`` (the CLI's default) a delete that would leave the table without
-    a live row is refused before anything is written.
+    a live row is refused before anything is written.  ``progress``: a progress line on
+    stderr for the rows read (and written again, copy-on-write); None: on a terminal.
 
     Raises:
         UnsupportedTableError: the table is not v3 (see :func:`upgrade_to_v3`), has
@@ -132,14 +135,17 @@ def delete_rows(
     bound = bind_checked(table, checked, where)
 
     def matching(t: Table, planned: Sequence[PlannedFile]) -> Positions:
-        return matching_by_file(t, planned, bound)
+        rows = sum(p.record_count for p in planned)
+        with Progress(rows, label="delete ", enabled=progress, delay=1.0) as bar:
+            return matching_by_file(t, planned, bound, progress=bar)
 
     # Only files that may hold a match are planned (pyiceberg prunes by partition and
     # metrics, as matching_by_file would), unless every live row must be counted.
     prune = checked if allow_all_rows else None
     return _commit_loop(
-        table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows, prune=prune
-    )
+        table, matching, max_attempts=max_attempts, allow_all_rows=allow_all_rows, prune=prune,
+        progress=progress,
+    )  # fmt: skip
 
 
 def commit_deletion_vectors(
@@ -178,6 +184,7 @@ def _commit_loop(
     max_attempts: int,
     allow_all_rows: bool,
     prune: BooleanExpression | None = None,
+    progress: bool | None = False,
 ) -> DeleteResult:
     """Plan (only the files ``prune`` may match, if given), merge with what is live, write,
     commit; on a lost race refresh and do it again."""
@@ -203,7 +210,9 @@ def _commit_loop(
                 "--all-rows on the command line)"
             )
         if mode == "copy-on-write":
-            return _copy_on_write(table, snapshot, planned, merged, index, written, number)
+            return _copy_on_write(
+                table, snapshot, planned, merged, index, written, number, progress
+            )
         if mode == "merge-on-read":
             files = write_position_deletes(table, planned, merged.added, written)
             committed, made = commit_snapshot(table, written, deletes=files)
@@ -231,6 +240,7 @@ def _copy_on_write(
     index: DeleteFilter,
     written: list[str],
     number: int,
+    progress: bool | None,
 ) -> DeleteResult:
     """The data files with deleted rows written again without them, in one ``overwrite``
     snapshot (``delete`` when no row is left to write) that also drops the position-delete
@@ -248,7 +258,8 @@ def _copy_on_write(
         target_file_size(table),
         written,
         deleted=merged.positions,
-        label="delete ",
+        progress=progress,
+        label="rewrite ",
     )
     removed = set(merged.positions)
     scoped = scoped_position_deletes(p for files in groups.values() for p in files)

@@ -24,15 +24,21 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.scan.keys import KeyMatch
     from puffin.iceberg.scan.plan import PlannedFile
+    from puffin.support.progress import Progress
 
 __all__ = ["matching_by_file", "matching_positions"]
 
 
 def matching_by_file(
-    table: Table, planned: Sequence[PlannedFile], bound: BooleanExpression
+    table: Table,
+    planned: Sequence[PlannedFile],
+    bound: BooleanExpression,
+    *,
+    progress: Progress | None = None,
 ) -> dict[str, npt.NDArray[np.int64]]:
     """``{data file path: positions}`` that ``bound`` matches, files without a match left
-    out (what a delete or an overwrite deletes, before merging with the live deletes).
+    out (what a delete or an overwrite deletes, before merging with the live deletes);
+    ``progress`` counts each file's rows once it is done (read or ruled out).
 
     A file whose column metrics rule every match out is not opened: pyiceberg's inclusive
     metrics evaluator decides, as in its own planning (missing metrics: the file is read).
@@ -46,12 +52,13 @@ def matching_by_file(
         job = _Job.of(table, bound, KeyMatch.of(bound))  # bound once per job, not per file
     might_match = _metrics_filter(bound)
     out = {}
-    for p in planned:
-        if not (quick(p.data_file) and might_match(p.data_file)):
-            continue
-        found = matching_positions(table, p, bound, job)
-        if len(found):
-            out[p.path] = found
+    for number, p in enumerate(planned, 1):
+        if quick(p.data_file) and might_match(p.data_file):
+            found = matching_positions(table, p, bound, job)
+            if len(found):
+                out[p.path] = found
+        if progress is not None:
+            progress.update(p.record_count, note=f"file {number}/{len(planned)}")
     return out
 
 
