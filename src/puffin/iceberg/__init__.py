@@ -9,7 +9,8 @@
   :func:`delete_rows` commits the rows a filter matches as deletion vectors,
   :func:`commit_deletion_vectors` commits positions computed elsewhere (Spark).
 * Appends (v3 tables too): :func:`append` writes data files as pyiceberg does and commits
-  them with the spec's row lineage, where pyiceberg 0.12 cannot write a v3 manifest.
+  them with the spec's row lineage, where pyiceberg 0.12 cannot write a v3 manifest;
+  :func:`create_table_from_parquet` makes a table from Parquet files (schema from the first).
 * Changelog: :func:`changes` gives the rows that changed between two snapshots, through
   deletion vectors, position and equality deletes, with row lineage.
 * :func:`verify_table` checks every Puffin file the metadata references against it.
@@ -50,6 +51,7 @@ from puffin.support.facade import lazy_names
 _LAZY: dict[str, str] = {
     "add_files": "puffin.iceberg.writes.add_files",
     "append": "puffin.iceberg.writes.append",
+    "create_table_from_parquet": "puffin.iceberg.writes.create",
     "overwrite": "puffin.iceberg.writes.overwrite",
     "ColumnStatistics": "puffin.iceberg.statistics.files",
     "DEFAULT_WAREHOUSE": "puffin.iceberg.catalog.catalogs",
@@ -165,6 +167,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from puffin.iceberg.writes.add_files import add_files
     from puffin.iceberg.writes.append import append
+    from puffin.iceberg.writes.create import create_table_from_parquet
     from puffin.iceberg.writes.overwrite import overwrite
     from puffin.iceberg.writes.transaction import transaction
 
@@ -205,6 +208,7 @@ __all__ = [
     "compute_table_statistics",
     "convert_equality_deletes",
     "create_sample_table",
+    "create_table_from_parquet",
     "delete_rows",
     "deletion_vector_data_files",
     "deletion_vector_refs",

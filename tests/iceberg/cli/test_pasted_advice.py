@@ -274,3 +274,16 @@ def test_a_bare_deletion_vector_names_the_dv_command(tmp_path: Path) -> None:
     path = tmp_path / "a vector.bin"
     path.write_bytes(DeletionVector([3, 5, 8]).serialize())
     assert _paste(_fails("inspect", str(path))).split() == ["3", "5", "8"]
+
+
+def test_creating_a_table_that_exists_names_the_append(warehouse: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from puffin.iceberg import sample_batch
+
+    path = tmp_path / "day 2.parquet"
+    pq.write_table(sample_batch(25, start=300), path)
+    message = _fails("table", "create", "db.t", str(path), "--warehouse", str(warehouse))
+    assert _ids(warehouse) == list(range(300))
+    _paste(message)
+    assert _ids(warehouse) == list(range(325))

@@ -115,6 +115,6 @@ def test_progress_forces_it_off_a_terminal_and_beside_json(
 
 
 def test_a_pipe_gets_none(warehouse: Path, tmp_path: Path) -> None:
-    argv, label = _job("append", warehouse, tmp_path)
+    argv, _ = _job("append", warehouse, tmp_path)
     status, _, err = _run(*argv, terminal=False)
     assert status == 0 and err == "", err

@@ -139,7 +139,6 @@ def _add_sample(commands: TableCommands) -> None:
         "sample",
         _run_sample,
         help="create a sample table (9 column types) in the catalog",
-        json=False,
         opens=False,
         table_help="table identifier to create, e.g. demo.events",
     )
@@ -314,8 +313,20 @@ def _run_sample(args: argparse.Namespace, _: None) -> int:
             raise TableError(f"table {args.table} already exists (use --replace)") from None
         raise
     snapshot = table.current_snapshot()
+    doc = {
+        "table": args.table,
+        "location": table.metadata.location,
+        "rows": args.rows,
+        "files": args.files,
+        "snapshot_id": snapshot.snapshot_id if snapshot else None,
+        "format_version": table.metadata.format_version,
+        "metadata_location": table.metadata_location,
+    }
+    if args.json:
+        print_json("table sample", doc)
+        return 0
     print(
-        f"created {args.table} at {table.metadata.location}: {args.rows} rows in "
-        f"{args.files} file(s), snapshot {snapshot.snapshot_id if snapshot else None}"
+        f"created {args.table} at {doc['location']}: {args.rows} rows in "
+        f"{args.files} file(s), snapshot {doc['snapshot_id']}"
     )
     return 0

@@ -1,4 +1,4 @@
-"""``puffin table append|add-files``: loading data into a table, v3 included."""
+"""``puffin table create|append|add-files``: loading data into a table, v3 included."""
 
 from __future__ import annotations
 
@@ -23,10 +23,46 @@ pyiceberg 0.12 cannot write; on v1/v2 tables they are pyiceberg's own.
 """
 
 
+_EPILOG_CREATE = """\
+examples:
+  puffin table create db.events day1.parquet day2.parquet
+  puffin table create db.events events/*.parquet --partition-by "days(event_time)" \\
+      --partition-by "bucket(16, id) as shard" --format-version 3 --json
+
+The first file gives the schema; the others must have the same columns with the same
+types (a file that differs is named, with the column). The rows are appended: written
+again into the table's own folder with field ids, metrics and its partitioning, as
+`puffin table append` writes them (the files given are left as they are); `puffin table
+add-files` registers files in place instead. A partition field is written as Spark writes
+it (as `puffin table alter --add-partition-field` takes it). Nothing is created when a
+check fails, and a load that fails drops the table again.
+"""
+
+
 def add_write_commands(commands: TableCommands) -> None:
-    """Add ``append`` and ``add-files`` to the ``puffin table`` subparsers."""
+    """Add ``create``, ``append`` and ``add-files`` to the ``puffin table`` subparsers."""
     from puffin.cli import add_progress_option
 
+    create = commands.add(
+        "create",
+        _run_create,
+        help="make a table from Parquet files (schema from the first; their rows appended)",
+        epilog=_EPILOG_CREATE,
+        opens=False,
+        check=_check_create,
+        table_help="table identifier to create, e.g. db.events",
+    )
+    create.add_argument("files", nargs="+", metavar="FILE", help="Parquet files")
+    create.add_argument(
+        "--partition-by", action="append", default=[], metavar="FIELD",
+        help='a partition field: COLUMN, days(COLUMN), bucket(16, COLUMN), truncate(4, '
+        'COLUMN), optionally "as NAME" (repeatable; default: unpartitioned)',
+    )  # fmt: skip
+    create.add_argument(
+        "--format-version", type=int, choices=(1, 2, 3), default=2,
+        help="the table's format version (default 2; 3 for deletion vectors and row ids)",
+    )  # fmt: skip
+    add_progress_option(create, "for the rows read")
     for name, run, what in (
         ("append", _run_append, "append the rows of Parquet files (rewritten into data files)"),
         ("add-files", _run_add_files, "register existing Parquet files as data files"),
@@ -45,6 +81,35 @@ def check_files(args: argparse.Namespace) -> None:
     require_present(args.files)
     for path in args.files:
         require_regular(path, "a Parquet file")
+
+
+def _check_create(args: argparse.Namespace) -> None:
+    """The files there, the partition fields spelled right, before anything loads."""
+    from puffin.iceberg.cli.alter import parse_partition_field
+
+    check_files(args)
+    args.partition_fields = [parse_partition_field(text) for text in args.partition_by]
+
+
+def _run_create(args: argparse.Namespace, _: None) -> int:
+    from puffin.iceberg.catalog.catalogs import load_catalog
+    from puffin.iceberg.writes.create import checked_files, create_table_from_parquet
+
+    fields = [(c, t, n) for c, t, n in args.partition_fields]
+    files = checked_files(list(args.files), fields)  # before a new catalog is made for it
+    table = create_table_from_parquet(
+        load_catalog(args.catalog, warehouse=args.warehouse),
+        args.table,
+        files,
+        partition_by=fields,
+        format_version=args.format_version,
+        progress=args.progress,
+    )
+    spec = [str(f.name) for f in table.spec().fields]
+    if not args.json:
+        split = f", partitioned by {', '.join(spec)}" if spec else ""
+        print(f"created {args.table} (format version {args.format_version}{split})")
+    return _report(args, "table create", None, table, {"partition_fields": spec})
 
 
 def _run_append(args: argparse.Namespace, table: Any) -> int:
@@ -69,7 +134,15 @@ def _run_add_files(args: argparse.Namespace, table: Any) -> int:
     return _report(args, "table add-files", before, add_files(table, list(args.files)))
 
 
-def _report(args: argparse.Namespace, command: str, before: Any, table: Any) -> int:
+def _report(
+    args: argparse.Namespace,
+    command: str,
+    before: Any,
+    table: Any,
+    extra: dict[str, Any] | None = None,
+) -> int:
+    """What a load committed, in a line or as the document ``command`` (docs/cli.md);
+    ``extra``: the command's own keys."""
     snapshot = table.current_snapshot()
     previous = None if before is None else before.snapshot_id
     changed = snapshot is not None and snapshot.snapshot_id != previous
@@ -83,6 +156,7 @@ def _report(args: argparse.Namespace, command: str, before: Any, table: Any) -> 
         "first_row_id": getattr(snapshot, "first_row_id", None) if changed else None,
         "format_version": table.metadata.format_version,
         "metadata_location": table.metadata_location,
+        **(extra or {}),
     }
     if args.json:
         print_json(command, doc)
