@@ -156,7 +156,8 @@ def deletion_vector_data_files(
             content_offset=e.content_offset,
             content_size_in_bytes=e.content_size_in_bytes,
         )
-        record.spec_id = data.spec_id if data is not None else table.spec().spec_id
+        spec_id = getattr(data, "spec_id", None)  # a file just written may carry none
+        record.spec_id = table.spec().spec_id if spec_id is None else spec_id
         out.append(record)
     return out
 

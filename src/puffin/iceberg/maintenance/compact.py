@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.deletes.rows import require_v2_or_v3
+from puffin.iceberg.maintenance.compact_commit import Rewritten, commit_rewritten, rebase
 from puffin.iceberg.maintenance.file_groups import (
     Choice,
     FileGroup,
@@ -37,18 +38,13 @@ from puffin.iceberg.maintenance.file_groups import (
     unapplied_equality_deletes,
 )
 from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
-from puffin.iceberg.metadata.delete_files import DeleteIndex, deletion_vector_refs
-from puffin.iceberg.metadata.snapshots import commit_snapshot
+from puffin.iceberg.metadata.delete_files import DeleteIndex
+from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.plan import PlannedFile
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.writes.append import statistics_left
-from puffin.iceberg.writes.rewrite import (
-    Groups,
-    rewrite_files,
-    scoped_position_deletes,
-    target_file_size,
-)
+from puffin.iceberg.writes.rewrite import Groups, rewrite_files, target_file_size
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -93,6 +89,11 @@ class CompactResult:
     failed_groups: int = 0
     #: the first failed batch's error, one line ("" if none failed)
     first_failure: str = ""
+
+    @classmethod
+    def nothing(cls, table: Table, attempts: int) -> CompactResult:
+        """Nothing to rewrite: no snapshot, or no file the options choose."""
+        return cls(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=attempts)
 
 
 #: What writes the chosen files again: ``(table, snapshot, deletes, groups, target size,
@@ -184,25 +185,40 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
         fraction, inputs = options.min_deleted_fraction, options.min_input_files
         return index, planned, choose_files(index, planned, fraction, inputs, target)
 
-    def attempt(
-        table: Table, number: int, written: list[str], only: frozenset[str] | None = None
-    ) -> CompactResult:
-        snapshot = table.current_snapshot()
-        if snapshot is None:
-            return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        index, planned, choice = choose(table, snapshot)
-        if only is not None:
-            choice = choice.among(only)
-        if not choice.groups:
-            return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, attempts=number)
-        added = rewriter(table, snapshot, index, choice.groups, target, written)
-        whole = planned if row_filter is None else None  # ``where`` left files out of it
-        dropped = unapplied_equality_deletes(table, snapshot, choice, whole)
-        return _commit(table, snapshot, choice, added, written, number, dropped)
+    def attempt(table: Table, only: frozenset[str] | None = None) -> CompactResult:
+        """One compaction (or one batch of one), its files written once and committed on
+        the table as it is, written again only if a concurrent commit touched what they
+        replace (:mod:`.compact_commit`)."""
+        work: list[Rewritten] = []
+        data_files: list[str] = []  # kept across lost races, removed if the job fails
+
+        def once(table: Table, number: int, written: list[str]) -> CompactResult:
+            carried: tuple[DataFile, ...] = ()
+            if work:
+                check = rebase(table, work[0], written)
+                if check.conflict is not None:
+                    remove_files(table, data_files)  # rewritten on the table as it now is
+                    data_files.clear()
+                    work.clear()
+                carried = check.carried
+            snapshot = table.current_snapshot()
+            if not work and snapshot is not None:
+                index, planned, choice = choose(table, snapshot)
+                choice = choice if only is None else choice.among(only)
+                if choice.groups:
+                    added = rewriter(table, snapshot, index, choice.groups, target, data_files)
+                    whole = planned if row_filter is None else None  # ``where`` left some out
+                    dropped = unapplied_equality_deletes(table, snapshot, choice, whole)
+                    work.append(Rewritten.of(table, snapshot, choice, added, dropped))
+            if not work:
+                return CompactResult.nothing(table, number)
+            return _commit(table, work[0], written, number, carried)
+
+        return with_retries(table, once, options.max_attempts, kept=data_files)
 
     snapshot = table.current_snapshot()
     if options.partial_progress_commits is None or snapshot is None:
-        result = with_retries(table, attempt, options.max_attempts)
+        result = attempt(table)
     else:
         groups = pack(choose(table, snapshot)[2].groups, target)
         result = _in_batches(table, attempt, groups, options)
@@ -225,8 +241,6 @@ def _in_batches(
 ) -> CompactResult:
     """The file ``groups`` committed in up to ``partial_progress_commits`` batches, each an
     attempt of its own among its files (chosen again on the table as it then is)."""
-    from functools import partial
-
     assert options.partial_progress_commits is not None
     size = math.ceil(len(groups) / options.partial_progress_commits) if groups else 1
     batches = [groups[i : i + size] for i in range(0, len(groups), size)]
@@ -236,7 +250,7 @@ def _in_batches(
     for batch in batches:
         only = frozenset(p.path for _, files in batch for p in files)
         try:
-            done = with_retries(table, partial(attempt, only=only), options.max_attempts)
+            done = attempt(table, only)
         except InterruptedAfterCommit as exc:  # this batch's commit landed
             left = f"{len(groups) - committed - len(batch)} file groups not compacted"
             raise InterruptedAfterCommit(exc.snapshot_id, exc.table, left) from exc
@@ -256,7 +270,7 @@ def _in_batches(
     if not results:
         if failed:
             raise failed[0][1]
-        return CompactResult(table, None, 0, 0, 0, 0, 0, 0, 0, commits=0)
+        return dataclasses.replace(CompactResult.nothing(table, 1), commits=0)
     summed = _summed(results, sum(n for n, _ in failed))
     if not failed:
         return summed
@@ -292,44 +306,27 @@ def _check(fraction: float, inputs: int, target: int | None, statistics: str) ->
 
 def _commit(
     table: Table,
-    snapshot: Snapshot,
-    choice: Choice,
-    added: list[DataFile],
+    work: Rewritten,
     written: list[str],
     number: int,
-    dropped: frozenset[tuple[str, None]] = frozenset(),
+    carried: tuple[DataFile, ...] = (),
 ) -> CompactResult:
-    """One ``replace`` snapshot: the chosen files and their vectors out, ``added`` in, and
-    the ``dropped`` equality delete files out."""
-
-    chosen = [p for files in choice.groups.values() for p in files]
-    removed = {p.path for p in chosen}
-    vectors: set[tuple[str, str | None]] = {
-        (r.path, r.referenced_data_file)
-        for r in deletion_vector_refs(table, snapshot)
-        if r.referenced_data_file in removed
-    }
-    vectors |= scoped_position_deletes(chosen)
-    committed, new = commit_snapshot(
-        table,
-        written,
-        added_data=added,
-        removed_data=removed,
-        superseded=vectors | dropped,
-        operation="replace",
-    )
+    """``work`` committed on ``table`` as it is (with the ``carried`` vectors), and what it
+    did."""
+    committed, new, vectors = commit_rewritten(table, work, written, carried)
+    chosen = [p for files in work.choice.groups.values() for p in files]
     return CompactResult(
         committed,
         new.snapshot_id,
         len(chosen),
-        len(added),
-        sum(int(f.record_count) for f in added),
-        sum(choice.deleted.values()),
-        len(vectors),
+        len(work.added),
+        sum(int(f.record_count) for f in work.added),
+        sum(work.choice.deleted.values()),
+        vectors,
         sum(p.data_file.file_size_in_bytes for p in chosen),
-        sum(int(f.file_size_in_bytes) for f in added),
+        sum(int(f.file_size_in_bytes) for f in work.added),
         attempts=number,
-        removed_equality_deletes=len(dropped),
+        removed_equality_deletes=len(work.dropped),
     )
 
 
