@@ -88,17 +88,16 @@ def _table(warehouse: Path, name: str = "db.t") -> Any:
     return local_catalog(warehouse).load_table(name)
 
 
-def _set_unchecked(warehouse: Path, **properties: str) -> None:
+def _set_unchecked(warehouse: Path, properties: dict[str, str]) -> None:
     """Table properties set through pyiceberg itself, as another engine may write them
     (the checks ``puffin table alter`` makes are not asked)."""
-    table = _table(warehouse)
-    tx = table.transaction()
-    tx.set_properties({k.replace("_", "."): v for k, v in properties.items()})
+    tx = _table(warehouse).transaction()
+    tx.set_properties(properties)
     tx.commit_transaction()
 
 
 def test_a_delete_mode_neither_way_names_the_alter_that_sets_it(warehouse: Path) -> None:
-    _set_unchecked(warehouse, write_delete_mode="merge-or-read")
+    _set_unchecked(warehouse, {"write.delete.mode": "merge-or-read"})
     delete = ("table", "delete", "db.t", "--where", "id < 5", "--warehouse", str(warehouse))
     message = _fails(*delete)
     assert "--set-property write.delete.mode merge-on-read" in message
@@ -111,7 +110,7 @@ def test_a_delete_mode_neither_way_names_the_alter_that_sets_it(warehouse: Path)
 
 def test_a_delete_granularity_neither_way_names_the_alter_that_sets_it(warehouse: Path) -> None:
     _set_unchecked(
-        warehouse, write_delete_mode="merge-on-read", write_delete_granularity="per-file"
+        warehouse, {"write.delete.mode": "merge-on-read", "write.delete.granularity": "per-file"}
     )
     delete = ("table", "delete", "db.t", "--where", "id < 5", "--warehouse", str(warehouse))
     message = _fails(*delete)
@@ -122,7 +121,7 @@ def test_a_delete_granularity_neither_way_names_the_alter_that_sets_it(warehouse
 
 def test_the_pasted_alter_runs_in_a_shell_too(warehouse: Path) -> None:
     """One paste through a real shell: the quoting of the warehouse's path holds."""
-    _set_unchecked(warehouse, write_delete_mode="sometimes")
+    _set_unchecked(warehouse, {"write.delete.mode": "sometimes"})
     message = _fails("table", "delete", "db.t", "--where", "id < 5", "--warehouse", str(warehouse))
     command = re.findall(r"`(puffin [^`]+)`", message)[0]
     assert str(warehouse) not in command.split()  # quoted: the path has a space
@@ -287,3 +286,59 @@ def test_creating_a_table_that_exists_names_the_append(warehouse: Path, tmp_path
     assert _ids(warehouse) == list(range(300))
     _paste(message)
     assert _ids(warehouse) == list(range(325))
+
+
+# --- what `puffin table verify` advises -------------------------------------------------------
+
+
+def _warnings(warehouse: Path, kind: str) -> list[str]:
+    status, out, err = _run("table", "verify", "db.t", "--warehouse", str(warehouse), "--json")
+    assert status == 0, err
+    return [w["message"] for w in json.loads(out)["warnings"] if w["kind"] == kind]
+
+
+def _aged(path: Path, days: float) -> None:
+    then = time.time() - days * 86400
+    os.utime(path, (then, then))
+
+
+def test_verify_advises_the_expiry_that_clears_its_backlog(warehouse: Path) -> None:
+    _set_unchecked(warehouse, {"history.expire.max-snapshot-age-ms": "0"})
+    assert _run("table", "delete", "db.t", "--where", "id < 5", "--warehouse",
+                str(warehouse))[0] == 0  # fmt: skip
+    [message] = _warnings(warehouse, "expire-backlog")
+    _paste(message)
+    assert len(_table(warehouse).snapshots()) == 1 and not _warnings(warehouse, "expire-backlog")
+
+
+def test_verify_advises_the_update_of_stale_statistics(warehouse: Path) -> None:
+    assert _run("table", "stats", "compute", "db.t", "--warehouse", str(warehouse))[0] == 0
+    assert _run("table", "delete", "db.t", "--where", "id < 5", "--warehouse",
+                str(warehouse))[0] == 0  # fmt: skip
+    [message] = _warnings(warehouse, "stale-statistics")
+    _paste(message)
+    current = _table(warehouse).current_snapshot().snapshot_id
+    assert read_table_statistics(_table(warehouse)).snapshot_id == current
+    assert not _warnings(warehouse, "stale-statistics")
+
+
+def test_verify_advises_the_compaction_of_heavily_deleted_files(warehouse: Path) -> None:
+    assert _run("table", "upgrade", "db.t", "--warehouse", str(warehouse))[0] == 0
+    assert _run("table", "delete", "db.t", "--where", "id < 60", "--warehouse",
+                str(warehouse))[0] == 0  # fmt: skip
+    [message] = _warnings(warehouse, "deleted-rows")
+    _paste(message)
+    assert not _warnings(warehouse, "deleted-rows")
+    assert _ids(warehouse) == list(range(60, 300))
+
+
+@pytest.mark.parametrize("days", [4, 1])
+def test_verify_advises_the_cleanup_of_an_orphan(warehouse: Path, days: float) -> None:
+    orphan = warehouse / "db" / "t" / "data" / "left-by-a-killed-write.parquet"
+    orphan.write_bytes(b"PAR1")
+    _aged(orphan, days)
+    [message] = _warnings(warehouse, "orphan")
+    _paste(message)
+    # The cleanup's default grace period is 3 days: a younger orphan stays, as the message says.
+    assert orphan.exists() == (days < 3)
+    assert ("once it is 3d old" in message) == (days < 3)

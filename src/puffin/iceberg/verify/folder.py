@@ -9,12 +9,20 @@ cleanup renamed), ``outside-table`` (a referenced file outside the table's locat
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.metadata.versions import NewerMetadata, metadata_version, newer_metadata
-from puffin.iceberg.verify.orphans import find_orphans, referenced_files, set_aside_files
+from puffin.iceberg.verify.orphans import (
+    DEFAULT_OLDER_THAN,
+    find_orphans,
+    referenced_files,
+    set_aside_files,
+)
 from puffin.io.locations import local_path
+from puffin.support.durations import spell_age
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -23,6 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["folder_warnings"]
 
 Warning = tuple[str, str, str]
+# An orphan younger than the cleanup's default grace period is left by it until then.
+_ONCE_OLD = (
+    f" once it is {spell_age(DEFAULT_OLDER_THAN)} old: a commit in flight may still take it before"
+)
 
 
 def folder_warnings(table: Table) -> list[Warning]:
@@ -30,12 +42,14 @@ def folder_warnings(table: Table) -> list[Warning]:
     newer = newer_metadata(table)
     referenced = referenced_files(table, newer)
     found = _newer_metadata(table, newer)
+    clean = table_command(table, "remove-orphans", "--delete")
+    cutoff = datetime.datetime.now(datetime.timezone.utc) - DEFAULT_OLDER_THAN
     found += [
         (
             "orphan",
             o.path,
-            f"{o.size} bytes, referenced by no snapshot or statistics entry "
-            "(`puffin table remove-orphans` removes it)",
+            f"{o.size} bytes, referenced by no snapshot or statistics entry ({clean} removes "
+            f"it{'' if o.modified <= cutoff else _ONCE_OLD})",
         )
         for o in find_orphans(table, referenced)
     ]
@@ -66,8 +80,9 @@ def _set_aside(table: Table) -> list[Warning]:
         (
             "set-aside",
             original,
-            f"set aside as {aside} by an interrupted orphan cleanup: the next "
-            "`puffin table remove-orphans` puts it back (and removes it if it is an orphan)",
+            f"set aside as {aside} by an interrupted orphan cleanup: the next cleanup, "
+            f"{table_command(table, 'remove-orphans', '--delete')}, puts it back (and removes "
+            "it if it is an orphan older than its grace period)",
         )
         for aside, original in (set_aside_files(root) if root else [])
     ]
@@ -112,7 +127,7 @@ def _stale_statistics(table: Table) -> list[Warning]:
             path,
             f"the current snapshot {snapshot.snapshot_id} has no statistics; the newest are "
             f"{len(since)} snapshot(s) behind, with {added} rows added since "
-            "(`puffin table stats update` brings them up to date)",
+            f"({table_command(table, 'stats update')} brings them up to date)",
         )
     ]
 

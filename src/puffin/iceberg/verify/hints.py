@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from puffin.errors import TableMetadataError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.metadata.delete_files import DeletionVectorRef, deletion_vector_refs
 from puffin.iceberg.metadata.retention import (
     MAX_AGE_PROPERTY,
@@ -54,7 +55,7 @@ def maintenance_hints(
                 "expire-backlog",
                 location,
                 f"{len(expired)} snapshot(s) are past the table's retention and keep their files: "
-                "`puffin table expire` (expire_snapshots) removes them",
+                f"{table_command(table, 'expire')} (expire_snapshots) removes them",
             )
         )
     snapshot = table.current_snapshot()
@@ -78,9 +79,9 @@ def maintenance_hints(
                 "equality-deletes",
                 location,
                 f"{len(equality)} equality delete file(s) apply to live data files: every "
-                "reader matches their keys, and some engines refuse the table; `puffin table "
-                "convert-equality-deletes` (convert_equality_deletes) turns them into position "
-                "deletes",
+                "reader matches their keys, and some engines refuse the table; "
+                f"{table_command(table, 'convert-equality-deletes')} (convert_equality_deletes) "
+                "turns them into position deletes",
             )
         )
     heavy = [
@@ -94,8 +95,9 @@ def maintenance_hints(
                 "deleted-rows",
                 location,
                 f"{len(heavy)} data file(s) have {DELETED_FRACTION:.0%} or more of their rows "
-                "deleted, which readers still decode: `puffin table compact` (rewrite_data_files) "
-                "writes them again without those rows",
+                "deleted, which readers still decode: "
+                f"{table_command(table, 'compact')} (rewrite_data_files) writes them again "
+                "without those rows",
             )
         )
     return found
