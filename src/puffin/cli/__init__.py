@@ -39,7 +39,7 @@ always set.  It raises errors of :mod:`puffin.errors` (or ``OSError``), which be
 line on stderr and the exit status above; :func:`colours_for` gives colour helpers that
 honour ``--color``, ``NO_COLOR`` and whether the stream is a terminal;
 :func:`add_progress_option` gives a long-running command the one ``--progress/--no-progress``
-spelling.
+spelling (``--quiet`` says ``--no-progress``).
 """
 
 from __future__ import annotations
