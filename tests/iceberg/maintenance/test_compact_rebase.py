@@ -31,6 +31,7 @@ from puffin.iceberg import (
     verify_table,
 )
 from puffin.iceberg.maintenance.compact import CompactOptions, compact
+from puffin.iceberg.verify.orphans import find_orphans
 from puffin.iceberg.writes.rewrite import rewrite_files
 from puffin.io.locations import local_path
 
@@ -65,6 +66,7 @@ def _ids(table: Any) -> list[int]:
     ours = scan_table(table, selected_fields=("id",)).to_arrow().column("id").to_pylist()
     theirs = read_pyiceberg(local_path(table.metadata_location) or "").column("id").to_pylist()
     assert sorted(ours) == sorted(theirs)
+    assert find_orphans(table) == []  # nothing a lost race or a conflict wrote is left
     return sorted(ours)
 
 

@@ -34,7 +34,7 @@ from puffin.iceberg.metadata.delete_files import (
     is_equality_delete,
     live_delete_files,
 )
-from puffin.iceberg.metadata.manifests import DeleteFileKey
+from puffin.iceberg.metadata.manifests import DeleteFileKey, remove_files
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.delete_file_index import partition_key
 from puffin.iceberg.scan.plan import plan_files
@@ -141,26 +141,93 @@ def rewrite_position_delete_files(
     target = _target_size(table, target_file_size_bytes)
     say = progress or (lambda message: None)
 
+    work: list[_Rewrite] = []
+    files: list[str] = []  # the new delete files: kept across lost races
+
     def attempt(table: Table, number: int, written: list[str]) -> RewriteDeletesResult:
+        added: list[DataFile] | None = None
+        if work:
+            added = _rebased(table, work[0], files)
+            if added is None:  # a concurrent commit removed what it replaces: again
+                remove_files(table, files)
+                files.clear()
+                work.clear()
         snapshot = table.current_snapshot()
-        if snapshot is None:
-            return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)
-        planned = plan_files(table, snapshot, equality=True)  # equality deletes stay as they are
-        plan = _plan(table, snapshot, planned, target, positions(table, snapshot, planned))
-        before = len({key[0] for key in plan.live})
-        deleted = sum(len(p) for p in plan.positions.values())
-        unchanged = RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
-        if not _worth_it(plan):
-            return unchanged
-        added = _write(table, planned, plan, written, say)
+        if not work:
+            if snapshot is None:
+                return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)
+            planned = plan_files(table, snapshot, equality=True)  # equality deletes stay
+            plan = _plan(table, snapshot, planned, target, positions(table, snapshot, planned))
+            if not _worth_it(plan):
+                before = len({key[0] for key in plan.live})
+                deleted = sum(len(p) for p in plan.positions.values())
+                return RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
+            work.append(_Rewrite(snapshot, plan, _write(table, planned, plan, files, say)))
+        plan = work[0].plan
+        added = work[0].added if added is None else added
+        live = live_delete_files(table, snapshot) if snapshot is not None else {}
+        if not added and not set(plan.live) & set(live):
+            return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)  # done meanwhile
         committed, new = commit_snapshot(
             table, written, deletes=added, superseded=set(plan.live), operation="replace"
         )
-        after = len({str(f.file_path) for f in added})
-        counts = (before, after, len(plan.positions), plan.dangling, deleted)
+        counts = (
+            len({key[0] for key in plan.live}),
+            len({str(f.file_path) for f in added}),
+            len(plan.positions),
+            plan.dangling,
+            sum(len(p) for p in plan.positions.values()),
+        )
         return RewriteDeletesResult(committed, new.snapshot_id, *counts, attempts=number)
 
-    return with_retries(table, attempt, max_attempts)
+    return with_retries(table, attempt, max_attempts, kept=files)
+
+
+@dataclass(frozen=True)
+class _Rewrite:
+    """A rewrite's work, done once: the plan read at ``start`` and the delete files written."""
+
+    start: Snapshot
+    plan: _Plan
+    added: list[DataFile]
+
+
+def _rebased(table: Table, work: _Rewrite, files: list[str]) -> list[DataFile] | None:
+    """The new delete files to commit on ``table`` as it now is, after the commits since the
+    rewrite read the table; ``None`` when one of those conflicts with it (then it is done
+    again). On v3 a data file that a concurrent commit removed, or gave a new vector (merged
+    from the one it replaces, so newer and complete), keeps what that commit left: its
+    vector here is dropped, and a Puffin file left with none is removed from ``files`` (a
+    Parquet position-delete file added meanwhile was merged with nothing: a conflict). On
+    v2 position-delete files only add up, so a concurrent one stands beside the new ones;
+    but a file the rewrite replaces, or a data file it writes positions of, must not have
+    been removed meanwhile."""
+    from pyiceberg.manifest import FileFormat
+
+    from puffin.iceberg.metadata.concurrent import commits_since, referenced_file
+
+    since = commits_since(table, work.start)
+    if since is None:
+        return None
+    if table.metadata.format_version < 3:
+        if since.removed_deletes & set(work.plan.live):
+            return None
+        return None if since.removed_data & set(work.plan.positions) else work.added
+    skip = set(since.removed_data)
+    for d in since.added_deletes:
+        if is_equality_delete(d):
+            continue
+        ref = referenced_file(d)
+        if d.file_format != FileFormat.PUFFIN and (ref is None or ref in work.plan.positions):
+            return None  # Parquet positions not merged with what this replaces
+        if ref is not None:
+            skip.add(ref)
+    kept = [d for d in work.added if referenced_file(d) not in skip]
+    used = {str(d.file_path) for d in kept}
+    unused = [path for path in files if path not in used]
+    remove_files(table, unused)
+    files[:] = [path for path in files if path in used]
+    return kept
 
 
 def rewrite_deletion_vectors(

@@ -11,7 +11,7 @@ has none).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.deletes.rows import require_v2_or_v3
@@ -51,7 +51,10 @@ def rewrite_manifests(
     """Rewrite the current snapshot's data manifests, clustered by partition, into manifests
     of about ``target_size_bytes`` (default the table's ``commit.manifest.target-size-bytes``,
     else 8 MiB), in one ``replace`` snapshot; no row and no row id changes. A snapshot with
-    at most one data manifest is left as it is.
+    at most one data manifest is left as it is. A lost race keeps the new manifests: they
+    are committed on the table as it then is, with the manifests other commits added since
+    carried as they are, unless one of those commits replaced a manifest this rewrite
+    replaces (then it is done again).
 
     Example::
 
@@ -67,24 +70,54 @@ def rewrite_manifests(
     if target < 1:
         raise UsageError(f"the target manifest size must be positive: {target}")
 
+    work = _Work()
+
     def attempt(table: Table, number: int, written: list[str]) -> RewriteManifestsResult:
         snapshot = table.current_snapshot()
         data = [] if snapshot is None else [
             m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DATA
         ]
-        if len(data) <= 1:
+        if work.replaced and not work.replaced <= {m.manifest_path for m in data}:
+            work.discard(table)  # a concurrent commit rewrote one of them: again
+        if not work.replaced and len(data) <= 1:
             return RewriteManifestsResult(table, None, len(data), len(data), 0, number)
-        counts: list[int] = []
 
         def regroup(t: Table, manifests: list[Any], snapshot_id: int, out: list[str]) -> Any:
-            return _regrouped(t, manifests, target, snapshot_id, out, counts)
+            if not work.replaced:
+                work.new = _regrouped(t, manifests, target, snapshot_id, work.files, work.counts)
+                work.replaced = {m.manifest_path for m in manifests}
+            since = [m for m in manifests if m.manifest_path not in work.replaced]
+            return [*work.new, *since]  # what came since is carried as it is, as in Java
 
-        committed, new = commit_snapshot(table, written, operation="replace", regroup=regroup)
-        return RewriteManifestsResult(
-            committed, new.snapshot_id, len(data), counts[1], counts[0], number
+        if work.snapshot_id is None:
+            work.snapshot_id = table.metadata.new_snapshot_id()
+        committed, new = commit_snapshot(
+            table, written, operation="replace", regroup=regroup, snapshot_id=work.snapshot_id
         )
+        before, after = len(work.replaced), work.counts[1] + len(data) - len(work.replaced)
+        return RewriteManifestsResult(committed, new.snapshot_id, before, after,
+                                      work.counts[0], number)  # fmt: skip
 
-    return with_retries(table, attempt, max_attempts)
+    return with_retries(table, attempt, max_attempts, kept=work.files)
+
+
+@dataclass
+class _Work:
+    """The manifests a rewrite wrote, kept across lost races under one snapshot id (Java's
+    ``BaseRewriteManifests`` keeps them too), and the manifests they replace."""
+
+    files: list[str] = field(default_factory=list)
+    new: list[ManifestFile] = field(default_factory=list)
+    replaced: set[str] = field(default_factory=set)
+    snapshot_id: int | None = None
+    counts: list[int] = field(default_factory=lambda: [0, 0])
+
+    def discard(self, table: Table) -> None:
+        from puffin.iceberg.metadata.manifests import remove_files
+
+        remove_files(table, self.files)
+        self.files.clear()
+        self.new, self.replaced, self.snapshot_id = [], set(), None
 
 
 def _regrouped(

@@ -193,6 +193,7 @@ def write_delete_snapshot(
     added_data: Sequence[DataFile] = (),
     removed_data: Set[str] = frozenset(),
     regroup: Regroup | None = None,
+    snapshot_id: int | None = None,
 ) -> DeleteSnapshot:
     """Manifests, manifest list and ``Snapshot`` for a change of delete files (and, for an
     append, overwrite or compaction, new data files; for a compaction, data files removed).
@@ -212,7 +213,7 @@ def write_delete_snapshot(
     parent = table.current_snapshot()
     metadata = table.metadata
     _require_v2(metadata.format_version)
-    snapshot_id = metadata.new_snapshot_id()
+    snapshot_id = metadata.new_snapshot_id() if snapshot_id is None else snapshot_id
     sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
     first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
     written: list[str] = []
@@ -331,6 +332,7 @@ def commit_snapshot(
     operation: str = "delete",
     first_updates: Sequence[Any] = (),
     regroup: Regroup | None = None,
+    snapshot_id: int | None = None,
 ) -> tuple[Table, Snapshot]:
     """Write a snapshot (:func:`write_delete_snapshot`) and commit it as ``main``; the
     table as committed and the snapshot.  The files written go into ``written`` as they are
@@ -344,6 +346,7 @@ def commit_snapshot(
         added_data=added_data,
         removed_data=removed_data,
         regroup=regroup,
+        snapshot_id=snapshot_id,
     )
     written.extend(staged.written)
     requirements, updates = snapshot_updates(table, staged.snapshot)
