@@ -64,7 +64,7 @@ def _race(tmp_path: Path, name: str, seed: int) -> tuple[list[Any], list[Any], P
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    for p, err in zip(procs, errors):
+    for p, err in zip(procs, errors, strict=True):
         assert p.returncode == 0, err.decode()[-3000:]
     return _lines(logs[0]), _lines(logs[1]), warehouse
 

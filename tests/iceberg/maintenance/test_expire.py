@@ -259,3 +259,40 @@ def test_failed_commit_cleanup_deletes_only_inside_the_table(tmp_path: Path) -> 
     remove_files(table, [str(inside), str(neighbour), climb])
     assert not inside.exists()
     assert neighbour.read_bytes() == b"keep me"
+
+
+def test_a_commit_in_flight_that_loses_while_expiry_reads_it(tmp_path: Path) -> None:
+    """Issue 59: beside a writer, expiry read a newer metadata file whose commit had lost its
+    race and removed its manifest list ("Failed to open local file ...snap-....avro"), after
+    its own commit, and left what it expired undeleted. A commit in flight that lost has its
+    manifest list removed first and its metadata file a moment later: expiry reads again
+    until the folder settles, then deletes what only the expired snapshots reached."""
+    import shutil
+    import sqlite3
+    import threading
+
+    from puffin.iceberg import append
+
+    table, _ = _history(tmp_path)
+    current = table.metadata_location
+    other = table.catalog.load_table("db.t")
+    lost = append(other, sample_batch(5, start=70_000), statistics="none")
+    with sqlite3.connect(tmp_path / "catalog.db") as db:  # the catalog never took it
+        db.execute("UPDATE iceberg_tables SET metadata_location = ?", (current,))
+    newer = local_path(lost.metadata_location) or ""
+    snapshot = lost.current_snapshot()
+    assert snapshot is not None
+    os.remove(local_path(snapshot.manifest_list) or "")  # what the losing writer removes first
+    kept = newer + ".kept"
+    shutil.copy(newer, kept)
+    timer = threading.Timer(0.3, os.remove, (newer,))  # ... then its metadata file
+    timer.start()
+    table = table.refresh()
+    reached_before = reachable_files(table)
+    result = expire_snapshots(table, older_than=NOW, retain_last=1)
+    timer.join()
+    assert result.expired_snapshot_ids and result.left_undeleted == []
+    still = reachable_files(result.table.refresh())
+    gone = {local_path(p) for p in reached_before - still}
+    assert gone and not any(os.path.exists(p or "") for p in gone)  # expired files deleted
+    assert verify_table(result.table).problems == []

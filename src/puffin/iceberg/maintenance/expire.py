@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import InterruptedAfterCommit, UsageError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations
 from puffin.iceberg.metadata.commits import backoff, main_branch_requirements, with_retries
 from puffin.iceberg.metadata.retention import (
@@ -194,12 +195,14 @@ def _delete_unreached(
             snapshot.snapshot_id if snapshot else None,
             committed,
             "some files only the expired snapshots reached were not deleted: "
-            "`puffin table remove-orphans` (remove_orphan_files) removes them",
+            f"{table_command(committed, 'remove-orphans', '--delete')} "
+            "(remove_orphan_files) removes them",
         ) from exc
     warnings.warn(
         f"{len(expired)} files only the expired snapshots reached were kept: a metadata file "
-        "newer than the catalog's could not be read; `puffin table remove-orphans` removes "
-        "them once it is gone or committed",
+        "newer than the catalog's could not be read; "
+        f"{table_command(committed, 'remove-orphans', '--delete')} removes them once it is "
+        "gone or committed",
         stacklevel=3,
     )
     return sorted(expired)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from puffin.errors import NewerMetadataError, UsageError
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
@@ -251,8 +252,8 @@ def _refusal(table: Table, stale: Sequence[NewerMetadata]) -> str:
         f"file older than {minutes} minutes is no commit in flight: if its history is another "
         "catalog's (its metadata-log names files this catalog never had), clean up through "
         "that catalog; if it is a failed commit's, check that no writer of this table runs, "
-        "then move it out of the metadata folder (keep it until `puffin table verify` is "
-        "clean) and run the cleanup again"
+        f"then move it out of the metadata folder (keep it until {table_command(table, 'verify')} "
+        "is clean) and run the cleanup again"
     )
 
 

@@ -22,6 +22,7 @@ from puffin.errors import (
     TableFileNotFoundError,
     UsageError,
 )
+from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.catalog.sqlite import (
     is_locked,
     is_read_only_database,
@@ -194,8 +195,8 @@ def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:
     if location is not None:
         return TableFileNotFoundError(
             f"{location}, a file of the table, is missing ({attempts} attempts): nothing was "
-            "committed and the files written for it were removed; `puffin table verify` "
-            "lists every missing file"
+            "committed and the files written for it were removed; "
+            f"{table_command(table, 'verify')} lists every missing file"
         )
     return CommitConflictError(
         f"the commit lost to concurrent commits {attempts} times ({exc}); nothing was "

@@ -26,8 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from puffin.errors import UsageError
+from puffin.iceberg.catalog.advice import table_command
 
 if TYPE_CHECKING:
+    from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
 
 __all__ = ["FORMAT_VERSION", "RESERVED", "check_property_changes", "check_value"]
@@ -148,15 +150,20 @@ def check_value(key: str, value: str) -> None:
 
 
 def check_property_changes(
-    metadata: TableMetadata, updates: Mapping[str, str], removals: Sequence[str] = ()
+    metadata: TableMetadata,
+    updates: Mapping[str, str],
+    removals: Sequence[str] = (),
+    *,
+    table: Table | None = None,
 ) -> None:
     """Refuse, before anything is committed, a change of table properties Iceberg Java
-    would refuse or misread (see the module): :class:`UsageError` naming the key."""
+    would refuse or misread (see the module): :class:`UsageError` naming the key (and the
+    command that does what was meant, for ``table``)."""
     for key, value in updates.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise UsageError(f"table properties are strings: got {key!r}: {value!r}")
         if key in RESERVED:
-            raise UsageError(_reserved(metadata, key, value))
+            raise UsageError(_reserved(metadata, key, value, table))
         check_value(key, value)
         if key.startswith(_METRICS_COLUMN):
             _require_column(metadata, key)
@@ -165,7 +172,7 @@ def check_property_changes(
             raise UsageError(f"{key} is reserved by Iceberg, not a property to unset")
 
 
-def _reserved(metadata: TableMetadata, key: str, value: str) -> str:
+def _reserved(metadata: TableMetadata, key: str, value: str, table: Table | None) -> str:
     if key != FORMAT_VERSION:
         return (
             f"{key} is reserved by Iceberg: it is read from the table's metadata, not stored "
@@ -175,10 +182,11 @@ def _reserved(metadata: TableMetadata, key: str, value: str) -> str:
     if value.strip() == str(current):
         return f"the table is already format version {current}: nothing to change"
     if _INT.fullmatch(value.strip()) and int(value) > current:
+        upgrade = "`puffin table upgrade`" if table is None else table_command(table, "upgrade")
         return (
-            f"the format version is changed by an upgrade, not a property: `puffin table "
-            f"upgrade TABLE` (puffin.iceberg.upgrade_to_v3) moves this v{current} table to v3, "
-            "its position deletes turned into deletion vectors; nothing was committed"
+            f"the format version is changed by an upgrade, not a property: {upgrade} "
+            f"(puffin.iceberg.upgrade_to_v3) moves this v{current} table to v3, its position "
+            "deletes turned into deletion vectors; nothing was committed"
         )
     return (
         f"cannot set format-version {value!r} on a v{current} table: a format version never "

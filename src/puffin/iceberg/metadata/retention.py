@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, TypeAlias
 
 from puffin.errors import UsageError
+from puffin.support.durations import spell_age
 
 if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
@@ -60,7 +61,10 @@ def cutoff_of(older_than: OlderThan, *, name: str = "older_than") -> datetime.da
         older_than = parse_age(older_than)
     if isinstance(older_than, datetime.timedelta):
         if older_than < datetime.timedelta(0):
-            raise UsageError(f"{name} must not be a negative age, got {older_than}")
+            raise UsageError(
+                f"{name} must not be a negative age, got {spell_age(older_than)}: give "
+                f"{_SPELLINGS}"
+            )
         return now - older_than
     if isinstance(older_than, datetime.datetime):
         if older_than.tzinfo is None:

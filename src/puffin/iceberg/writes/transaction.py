@@ -98,7 +98,7 @@ def _transaction(table: Table) -> Transaction:
             self, properties: dict[str, Any] | None = None, /, **kwargs: Any
         ) -> Transaction:
             """pyiceberg's, each value checked as Iceberg's writers will read it."""
-            check_property_changes(self.table_metadata, properties or kwargs)
+            check_property_changes(self.table_metadata, properties or kwargs, table=self._table)
             return super().set_properties(properties or {}, **kwargs)
 
         def remove_properties(self, *removals: str) -> Transaction:
@@ -122,7 +122,7 @@ def check_changes(table: Table, updates: Sequence[Any]) -> None:
         if isinstance(update, RemoveSnapshotRefUpdate) and update.ref_name == MAIN:
             raise UsageError("cannot remove the main branch; nothing was committed")
         if isinstance(update, SetPropertiesUpdate):
-            check_property_changes(table.metadata, update.updates)
+            check_property_changes(table.metadata, update.updates, table=table)
 
 
 def check_v3_rules(table: Table, updates: Sequence[Any]) -> None:
