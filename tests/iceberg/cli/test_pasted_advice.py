@@ -342,3 +342,22 @@ def test_verify_advises_the_cleanup_of_an_orphan(warehouse: Path, days: float) -
     # The cleanup's default grace period is 3 days: a younger orphan stays, as the message says.
     assert orphan.exists() == (days < 3)
     assert ("once it is 3d old" in message) == (days < 3)
+
+
+def test_creating_a_ref_that_exists_names_the_drop(warehouse: Path) -> None:
+    table = ["table", "alter", "db.t", "--warehouse", str(warehouse)]
+    assert _run(*table, "--create-branch", "audit")[0] == 0
+    message = _fails(*table, "--create-tag", "audit")
+    _paste(message)  # drops the branch
+    assert _run(*table, "--create-tag", "audit")[0] == 0
+    refs = local_catalog(warehouse).load_table("db.t").metadata.refs
+    assert refs["audit"].snapshot_ref_type.value == "tag"
+
+
+def test_a_format_version_set_upward_names_the_upgrade(warehouse: Path) -> None:
+    message = _fails(
+        "table", "alter", "db.t", "--warehouse", str(warehouse),
+        "--set-property", "format-version", "3",
+    )  # fmt: skip
+    _paste(message)
+    assert local_catalog(warehouse).load_table("db.t").metadata.format_version == 3

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg.table.update.snapshot import ManageSnapshots
 
 from puffin.errors import UsageError
+from puffin.iceberg.catalog.advice import table_command
 
 if TYPE_CHECKING:
     from pyiceberg.table import Transaction
@@ -40,6 +41,7 @@ class CheckedRefs(ManageSnapshots):
     def __init__(self, transaction: Transaction) -> None:
         super().__init__(transaction)
         metadata = transaction.table_metadata
+        self._table = transaction._table  # pyiceberg's own attribute: what advice names
         #: name -> "tag" or "branch", as the staged changes leave them
         self._kinds = {name: ref.snapshot_ref_type.value for name, ref in metadata.refs.items()}
         self._known = [s.snapshot_id for s in metadata.snapshots]
@@ -84,9 +86,10 @@ class CheckedRefs(ManageSnapshots):
         check_ref_name(name)
         existing = self._kinds.get(name)
         if existing is not None:
+            drop = table_command(self._table, "alter", f"--drop-{existing}", name)
             raise UsageError(
-                f"a {existing} named {name!r} exists already: drop it first (--drop-{existing} "
-                f"{name}) or choose another name; nothing was committed"
+                f"a {existing} named {name!r} exists already: drop it first ({drop}) or "
+                "choose another name; nothing was committed"
             )
         if snapshot_id not in self._known:
             latest = ", ".join(str(s) for s in self._known[-5:]) or "none"
