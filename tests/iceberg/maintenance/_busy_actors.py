@@ -8,7 +8,8 @@ round that failed are not in the table (nothing committed) or, for a delete, sti
 
 ``job WAREHOUSE NAME SECONDS SEED OUT``: the maintenance job NAME (``expire``, ``compact``,
 ``rewrite-deletes``, ``rewrite-manifests``) in a loop until SECONDS have passed; one JSON line
-per run: ``{"ok": true, "did": ...}`` or ``{"ok": false, "error", "message"}``.
+per run: ``{"ok": true, "did": ...}`` (what it committed: files or snapshots it replaced or
+removed, 0 for nothing) or ``{"ok": false, "error", "message"}``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ import traceback
 from typing import Any
 
 PAUSE_S = 0.05
+#: The longest pause between a job's runs: work piles up meanwhile (ten or so commits), so
+#: each run rewrites a dozen files and takes longer than the writer's pause, as in a table
+#: whose maintenance runs on a schedule.
+JOB_PAUSE_S = 1.5
 FIRST_IDS = 200  # the sample table's own rows: ids 0..199
 
 
@@ -76,13 +81,15 @@ def _job(name: str) -> Any:
 
     def compact(table: Any) -> Any:
         result = rewrite_data_files(table, min_input_files=2, statistics="none")
-        return result.rewritten_files
+        return result.rewritten_files if result.snapshot_id is not None else 0
 
     def rewrite_deletes(table: Any) -> Any:
-        return rewrite_position_delete_files(table).files_before
+        result = rewrite_position_delete_files(table)
+        return result.files_before if result.snapshot_id is not None else 0
 
     def manifests(table: Any) -> Any:
-        return rewrite_manifests(table).manifests_before
+        result = rewrite_manifests(table)
+        return result.manifests_before if result.snapshot_id is not None else 0
 
     jobs = {"expire": expire, "compact": compact, "rewrite-deletes": rewrite_deletes,
             "rewrite-manifests": manifests}  # fmt: skip
@@ -108,7 +115,7 @@ def job(warehouse: str, name: str, seconds: float, seed: int, out: str) -> None:
             record["seconds"] = round(time.monotonic() - start, 3)
             log.write(json.dumps(record) + "\n")
             log.flush()
-            time.sleep(rng.uniform(0.0, 0.1))
+            time.sleep(rng.uniform(0.0, JOB_PAUSE_S))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,14 @@ from puffin.iceberg.maintenance.file_groups import (
     planned_files,
     unapplied_equality_deletes,
 )
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import (
+    COMMITS_PER_ATTEMPT,
+    MAX_ATTEMPTS,
+    REBASE_BACKOFF_S,
+    Redos,
+    with_retries,
+)
+from puffin.iceberg.metadata.concurrent import Since
 from puffin.iceberg.metadata.delete_files import DeleteIndex
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.scan.delete_filter import DeleteFilter
@@ -191,12 +198,17 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
         replace (:mod:`.compact_commit`)."""
         work: list[Rewritten] = []
         data_files: list[str] = []  # kept across lost races, removed if the job fails
+        redos = Redos(options.max_attempts, "compaction")
+        known: list[Since | None] = [None]  # the commits since the work started, read once
 
         def once(table: Table, number: int, written: list[str]) -> CompactResult:
             carried: tuple[DataFile, ...] = ()
             if work:
-                check = rebase(table, work[0], written)
+                check = rebase(table, work[0], written, known[0])
+                known[0] = check.since
                 if check.conflict is not None:
+                    known[0] = None
+                    redos.again(check.conflict)
                     remove_files(table, data_files)  # rewritten on the table as it now is
                     data_files.clear()
                     work.clear()
@@ -214,7 +226,8 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
                 return CompactResult.nothing(table, number)
             return _commit(table, work[0], written, number, carried)
 
-        return with_retries(table, once, options.max_attempts, kept=data_files)
+        commits = options.max_attempts * COMMITS_PER_ATTEMPT
+        return with_retries(table, once, commits, kept=data_files, max_backoff=REBASE_BACKOFF_S)
 
     snapshot = table.current_snapshot()
     if options.partial_progress_commits is None or snapshot is None:

@@ -24,6 +24,7 @@ next attempt); a lost race alone costs only the commit again.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from puffin.iceberg.maintenance.carried_deletes import carried_vectors
 from puffin.iceberg.maintenance.file_groups import Choice
 from puffin.iceberg.metadata.concurrent import (
+    Since,
     commits_since,
     partition_of,
     partitions_of,
@@ -90,15 +92,25 @@ class Rebase:
 
     conflict: str | None = None
     carried: tuple[DataFile, ...] = ()
+    #: the commits since the rewrite started, as read this time (the next check reads on)
+    since: Since | None = None
 
 
-def rebase(table: Table, work: Rewritten, written: list[str]) -> Rebase:
-    """Check ``work`` against the commits since it started (the module's rules); on a v3
-    table the rows concurrent vectors deleted from its files are carried to the new files
-    (:mod:`.carried_deletes`; the Puffin file written goes into ``written``)."""
-    since = commits_since(table, work.start)
+def rebase(
+    table: Table, work: Rewritten, written: list[str], known: Since | None = None
+) -> Rebase:
+    """Check ``work`` against the commits since it started (the module's rules; ``known``:
+    those an earlier check read); on a v3 table the rows concurrent vectors deleted from its
+    files are carried to the new files (:mod:`.carried_deletes`; the Puffin file written
+    goes into ``written``)."""
+    since = commits_since(table, work.start, known)
     if since is None:
         return Rebase("main no longer descends from the snapshot the compaction read")
+    checked = _checked(table, work, since, written)
+    return dataclasses.replace(checked, since=since)
+
+
+def _checked(table: Table, work: Rewritten, since: Since, written: list[str]) -> Rebase:
     if since.empty:
         return Rebase()
     removed = work.removed

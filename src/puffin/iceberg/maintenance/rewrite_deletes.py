@@ -28,7 +28,13 @@ from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
 from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.deletes.vectors import write_vectors
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import (
+    COMMITS_PER_ATTEMPT,
+    MAX_ATTEMPTS,
+    REBASE_BACKOFF_S,
+    Redos,
+    with_retries,
+)
 from puffin.iceberg.metadata.delete_files import (
     DeleteIndex,
     is_equality_delete,
@@ -139,32 +145,35 @@ def rewrite_position_delete_files(
     """
     require_v2_or_v3(table, "rewrite_position_delete_files")
     target = _target_size(table, target_file_size_bytes)
-    say = progress or (lambda message: None)
+    job = _Job(target, progress or (lambda message: None), positions, max_attempts)
+    commits = max_attempts * COMMITS_PER_ATTEMPT
+    return with_retries(table, job.attempt, commits, kept=job.files, max_backoff=REBASE_BACKOFF_S)
 
-    work: list[_Rewrite] = []
-    files: list[str] = []  # the new delete files: kept across lost races
 
-    def attempt(table: Table, number: int, written: list[str]) -> RewriteDeletesResult:
-        added: list[DataFile] | None = None
-        if work:
-            added = _rebased(table, work[0], files)
-            if added is None:  # a concurrent commit removed what it replaces: again
-                remove_files(table, files)
-                files.clear()
-                work.clear()
+class _Job:
+    """One rewrite: its delete files written once and committed on the table as it is,
+    written again only when a concurrent commit conflicts with them (:func:`_rebased`)."""
+
+    def __init__(
+        self, target: int, say: Callable[[str], None], positions: PositionReader, attempts: int
+    ) -> None:
+        self.target, self.say, self.positions = target, say, positions
+        self.work: _Rewrite | None = None
+        self.files: list[str] = []  # the new delete files: kept across lost races
+        self.redos = Redos(attempts, "delete-file rewrite")
+
+    def attempt(self, table: Table, number: int, written: list[str]) -> RewriteDeletesResult:
+        added = self._rebase(table)
         snapshot = table.current_snapshot()
-        if not work:
+        if self.work is None:
             if snapshot is None:
                 return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)
-            planned = plan_files(table, snapshot, equality=True)  # equality deletes stay
-            plan = _plan(table, snapshot, planned, target, positions(table, snapshot, planned))
-            if not _worth_it(plan):
-                before = len({key[0] for key in plan.live})
-                deleted = sum(len(p) for p in plan.positions.values())
-                return RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
-            work.append(_Rewrite(snapshot, plan, _write(table, planned, plan, files, say)))
-        plan = work[0].plan
-        added = work[0].added if added is None else added
+            unchanged = self._start(table, snapshot, number)
+            if unchanged is not None:
+                return unchanged
+        assert self.work is not None
+        plan = self.work.plan
+        added = self.work.added if added is None else added
         live = live_delete_files(table, snapshot) if snapshot is not None else {}
         if not added and not set(plan.live) & set(live):
             return RewriteDeletesResult(table, None, 0, 0, 0, 0, 0, number)  # done meanwhile
@@ -180,7 +189,33 @@ def rewrite_position_delete_files(
         )
         return RewriteDeletesResult(committed, new.snapshot_id, *counts, attempts=number)
 
-    return with_retries(table, attempt, max_attempts, kept=files)
+    def _rebase(self, table: Table) -> list[DataFile] | None:
+        """The files to commit after a lost race (``None`` before the first commit, or when
+        the work is to be done again: then it is dropped here)."""
+        if self.work is None:
+            return None
+        added = _rebased(table, self.work, self.files)
+        if added is None:  # a concurrent commit removed what it replaces: again
+            self.redos.again("a concurrent commit removed or added delete files it replaces")
+            remove_files(table, self.files)
+            self.files.clear()
+            self.work = None
+        return added
+
+    def _start(
+        self, table: Table, snapshot: Snapshot, number: int
+    ) -> RewriteDeletesResult | None:
+        """The work done on ``snapshot``; what to return instead when not worth it."""
+        planned = plan_files(table, snapshot, equality=True)  # equality deletes stay
+        positions = self.positions(table, snapshot, planned)
+        plan = _plan(table, snapshot, planned, self.target, positions)
+        if not _worth_it(plan):
+            before = len({key[0] for key in plan.live})
+            deleted = sum(len(p) for p in plan.positions.values())
+            return RewriteDeletesResult(table, None, before, before, 0, 0, deleted, number)
+        added = _write(table, planned, plan, self.files, self.say)
+        self.work = _Rewrite(snapshot, plan, added)
+        return None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.deletes.rows import require_v2_or_v3
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import (
+    COMMITS_PER_ATTEMPT,
+    MAX_ATTEMPTS,
+    REBASE_BACKOFF_S,
+    Redos,
+    with_retries,
+)
 from puffin.iceberg.metadata.manifest_merge import (
     MergePolicy,
     entries_to_rewrite,
@@ -71,6 +77,7 @@ def rewrite_manifests(
         raise UsageError(f"the target manifest size must be positive: {target}")
 
     work = _Work()
+    redos = Redos(max_attempts, "manifest rewrite")
 
     def attempt(table: Table, number: int, written: list[str]) -> RewriteManifestsResult:
         snapshot = table.current_snapshot()
@@ -78,7 +85,8 @@ def rewrite_manifests(
             m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DATA
         ]
         if work.replaced and not work.replaced <= {m.manifest_path for m in data}:
-            work.discard(table)  # a concurrent commit rewrote one of them: again
+            redos.again("a concurrent commit replaced a manifest it replaces")
+            work.discard(table)  # done again on the table as it now is
         if not work.replaced and len(data) <= 1:
             return RewriteManifestsResult(table, None, len(data), len(data), 0, number)
 
@@ -98,7 +106,8 @@ def rewrite_manifests(
         return RewriteManifestsResult(committed, new.snapshot_id, before, after,
                                       work.counts[0], number)  # fmt: skip
 
-    return with_retries(table, attempt, max_attempts, kept=work.files)
+    commits = max_attempts * COMMITS_PER_ATTEMPT
+    return with_retries(table, attempt, commits, kept=work.files, max_backoff=REBASE_BACKOFF_S)
 
 
 @dataclass

@@ -37,7 +37,10 @@ if TYPE_CHECKING:
     from pyiceberg.table.snapshots import Snapshot
 
 __all__ = [
+    "COMMITS_PER_ATTEMPT",
     "MAX_ATTEMPTS",
+    "REBASE_BACKOFF_S",
+    "Redos",
     "backoff",
     "committed_or_interrupted",
     "is_conflict",
@@ -49,8 +52,15 @@ __all__ = [
 
 #: Attempts before a commit that keeps losing to concurrent commits gives up.
 MAX_ATTEMPTS = 5
-#: The first backoff in seconds; it doubles with each attempt, with jitter.
+#: The first backoff in seconds; it doubles with each attempt, with jitter, up to the last.
 BACKOFF_S = 0.05
+MAX_BACKOFF_S = 2.0
+#: A job whose work outlives a lost race (committed again on the refreshed table, not done
+#: again) commits up to this many times per attempt its caller allows: a commit alone is
+#: cheap, and a busy writer wins many races against a job that does a second's work.
+COMMITS_PER_ATTEMPT = 3
+#: Such a job's longest backoff: its commit is cheap, and waiting lets a busy writer in.
+REBASE_BACKOFF_S = 0.25
 _T = TypeVar("_T")
 
 
@@ -61,6 +71,7 @@ def with_retries(
     *,
     kept: Sequence[str] = (),
     present: Sequence[str] = (),
+    max_backoff: float = MAX_BACKOFF_S,
 ) -> _T:
     """``attempt(table, number, written)`` until it commits, at most ``max_attempts`` times.
 
@@ -73,7 +84,8 @@ def with_retries(
     produced found gone ends it in :class:`WrittenFileGoneError`; any other error ends the
     loop as it is.  Nothing is removed when the commit state is unknown.  Before the catalog
     swap, the files written, ``kept`` and ``present`` (files the commit registers but did not
-    write) must all exist (:mod:`.presence`).
+    write) must all exist (:mod:`.presence`). The backoff between attempts doubles up to
+    ``max_backoff`` seconds (with jitter).
     """
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -101,8 +113,25 @@ def with_retries(
                 raise
             if last:
                 raise _gave_up(table, exc, number) from exc
-        time.sleep(backoff(number))
+        time.sleep(backoff(number, max_backoff))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Redos:
+    """How often a job's work had to be done again because a concurrent commit conflicted
+    with it; past ``limit`` times, :class:`CommitConflictError` (nothing committed)."""
+
+    def __init__(self, limit: int, job: str) -> None:
+        self.limit, self.job, self.count = limit, job, 0
+
+    def again(self, why: str) -> None:
+        """Note one more start over, ``why`` naming the conflict; raise past the limit."""
+        self.count += 1
+        if self.count >= self.limit:
+            raise CommitConflictError(
+                f"concurrent commits conflicted with the {self.job} {self.count} times (last: "
+                f"{why}); nothing was committed and the files written for it were removed"
+            )
 
 
 def committed_or_interrupted(commit: Callable[[], Table]) -> Table:
@@ -212,9 +241,11 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, CommitFailedException) or is_locked(exc)
 
 
-def backoff(attempt: int) -> float:
-    """Seconds to wait after losing ``attempt``: exponential, with jitter against herds."""
-    return float(BACKOFF_S * (2 ** (attempt - 1)) * (1 + random.random()))
+def backoff(attempt: int, cap: float = MAX_BACKOFF_S) -> float:
+    """Seconds to wait after losing ``attempt``: exponential up to ``cap``, with jitter
+    against herds."""
+    wait = BACKOFF_S * (2 ** min(attempt - 1, 16))
+    return float(min(wait, cap) * (1 + random.random()))
 
 
 def _discard(table: Table, locations: Sequence[str], exc: BaseException) -> None:

@@ -51,41 +51,62 @@ class Since:
     def empty(self) -> bool:
         return not self.snapshot_ids
 
+    def copy(self) -> Since:
+        return Since(
+            list(self.snapshot_ids), set(self.removed_data), list(self.added_deletes),
+            set(self.removed_deletes), list(self.added_older_data),
+        )  # fmt: skip
 
-def commits_since(table: Table, start: Snapshot | None) -> Since | None:
+
+def commits_since(table: Table, start: Snapshot | None, known: Since | None = None) -> Since | None:
     """The changes of every commit on ``main`` after ``start`` (``None``: the table had no
     snapshot), or ``None`` when ``start`` is no longer an ancestor of ``main``'s head (a
-    rollback, or main replaced): then nothing built on ``start`` may be committed."""
-    from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
+    rollback, or main replaced): then nothing built on ``start`` may be committed.
 
+    ``known``: what an earlier call returned for the same ``start``; only the commits after
+    those are read (a job that loses race after race reads each commit once)."""
+    seen = set(known.snapshot_ids) if known is not None else set()
     head = table.current_snapshot()
     line: list[Snapshot] = []
     while head is not None and (start is None or head.snapshot_id != start.snapshot_id):
+        if head.snapshot_id in seen:
+            break
         line.append(head)
         parent = head.parent_snapshot_id
         head = table.snapshot_by_id(parent) if parent is not None else None
-    if start is not None and head is None:
+    if head is None and start is not None:
         return None
-    since = Since()
+    if head is not None and known is not None and known.snapshot_ids:
+        if head.snapshot_id != known.snapshot_ids[-1]:
+            return commits_since(table, start)  # main was reset meanwhile: read it all
+    since = known.copy() if known is not None else Since()
     for snapshot in reversed(line):
-        since.snapshot_ids.append(snapshot.snapshot_id)
-        for manifest in read_manifest_list(table.io, snapshot.manifest_list):
-            if manifest.added_snapshot_id != snapshot.snapshot_id:
-                continue  # carried from an older commit: nothing of this one's
-            for entry in read_manifest_entries(table.io, manifest, include_deleted=True):
-                df = entry.data_file
-                is_data = df.content == DataFileContent.DATA
-                if entry.status == ManifestEntryStatus.DELETED:
-                    if is_data:
-                        since.removed_data.add(str(df.file_path))
-                    else:
-                        since.removed_deletes.add(delete_file_key(df))
-                elif entry.status == ManifestEntryStatus.ADDED:
-                    if not is_data:
-                        since.added_deletes.append(df)
-                    elif (entry.sequence_number or 0) < (snapshot.sequence_number or 0):
-                        since.added_older_data.append(df)
+        _add_commit(table, snapshot, since)
     return since
+
+
+def _add_commit(table: Table, snapshot: Snapshot, since: Since) -> None:
+    """What ``snapshot`` itself added and removed, from the manifests it wrote."""
+    from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
+
+    since.snapshot_ids.append(snapshot.snapshot_id)
+    for manifest in read_manifest_list(table.io, snapshot.manifest_list):
+        if manifest.added_snapshot_id != snapshot.snapshot_id:
+            continue  # carried from an older commit: nothing of this one's
+        entries = read_manifest_entries(table.io, manifest, include_deleted=True, cached=True)
+        for entry in entries:
+            df = entry.data_file
+            is_data = df.content == DataFileContent.DATA
+            if entry.status == ManifestEntryStatus.DELETED:
+                if is_data:
+                    since.removed_data.add(str(df.file_path))
+                else:
+                    since.removed_deletes.add(delete_file_key(df))
+            elif entry.status == ManifestEntryStatus.ADDED:
+                if not is_data:
+                    since.added_deletes.append(df)
+                elif (entry.sequence_number or 0) < (snapshot.sequence_number or 0):
+                    since.added_older_data.append(df)
 
 
 def referenced_file(delete_file: DataFile) -> str | None:
