@@ -151,9 +151,12 @@ def rewrite_data_files(
     the table's ``write.target-file-size-bytes``, else 512 MiB) are rewritten when a
     partition has ``min_input_files`` of them, or joins a rewrite of its partition anyway.
     ``where`` limits it to files that may hold matching rows. Rows keep their ``_row_id``
-    and ``_last_updated_sequence_number``. One ``replace`` snapshot, retried on a lost race
-    against the table as it is then. ``statistics="update"`` keeps the table's statistics
-    with the new snapshot (see the module docstring); ``"none"`` leaves them.
+    and ``_last_updated_sequence_number``. One ``replace`` snapshot; when another writer
+    commits first, the new files are committed on the table as it then is, unless that
+    commit touched what they replace (:mod:`.compact_commit`; on v3 a new deletion vector of
+    a rewritten file is carried into the new files); then the files are written again, up to
+    ``max_attempts`` times. ``statistics="update"`` keeps the table's statistics with the
+    new snapshot (see the module docstring); ``"none"`` leaves them.
 
     ``partial_progress_commits=N`` commits the file groups (:mod:`.file_groups`) in up to N
     snapshots, each as soon as its files are written, as Java's ``partial-progress.enabled``

@@ -133,7 +133,9 @@ def rewrite_position_delete_files(
     ``target_file_size_bytes`` (default: the table's
     ``write.delete.target-file-size-bytes``, else 64 MiB); on v2 the positions go into
     Parquet position-delete files grouped as ``write.delete.granularity`` says. The commit
-    is one ``replace`` snapshot, retried on a lost race against the table as it is then. A
+    is one ``replace`` snapshot; when another writer commits first, the new files are
+    committed on the table as it then is (a data file that commit gave a new vector keeps
+    it), and written again only when it removed a file they replace. A
     table whose deletes already sit in that few files, with nothing to convert and no
     delete of a removed data file, is left as it is. ``positions`` reads the deleted
     positions (in this process by default).
