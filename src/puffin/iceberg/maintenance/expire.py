@@ -12,6 +12,7 @@ table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
 import warnings
@@ -43,8 +44,10 @@ if TYPE_CHECKING:
 __all__ = ["Deleter", "ExpireResult", "delete_here", "expire_snapshots"]
 
 MAX_ATTEMPTS = 4
-#: Readings of what the table reaches after the commit, while a commit in flight settles.
+#: Readings of what the table reaches after the commit, while a commit in flight settles
+#: (about three seconds of backoff), and how recent a newer metadata file is waited for.
 _SETTLE_ATTEMPTS = 6
+_SETTLING = datetime.timedelta(seconds=30)
 
 #: What deletes the files only expired snapshots reached, ``(location, kind)`` each, every
 #: one through the guard ``Deletions`` (:func:`delete_here` in this process; Spark executors
@@ -173,12 +176,12 @@ def _delete_unreached(
     What the table reaches is read after the commit, so a file a concurrent commit has just
     made reachable again is kept, as is anything a metadata file newer than the catalog's
     reaches (a commit in flight, or another catalog writing to the same folder). A commit in
-    flight that loses its race removes its manifest list and then its metadata file: such a
-    file read half-way is read again, after a backoff, until the folder settles."""
+    flight that loses its race removes its manifest list and then its metadata file, so one
+    is not read but waited for, with a backoff, until it lands or goes."""
     expired = _expired_files(table, old, removed)
     try:
         for number in range(1, _SETTLE_ATTEMPTS + 1):
-            live = _live_files(committed)
+            live = _live_files(committed, wait=number < _SETTLE_ATTEMPTS)
             if live is not None:
                 kept = {location_key(p) for p in live}
                 unreached = [
@@ -208,13 +211,14 @@ def _delete_unreached(
     return sorted(expired)
 
 
-def _live_files(committed: Table) -> set[str] | None:
+def _live_files(committed: Table, wait: bool) -> set[str] | None:
     """What the table reaches now, and every newer metadata file too; ``None`` when one of
-    those could not be read whole (a commit in flight still written, or one that lost and
-    is being removed)."""
+    those could not be read whole, or (``wait``) while a commit is in flight: its manifest
+    list may be removed any moment if it loses, so it is waited for, to land or go, rather
+    than read (one still there when the waiting is over is read)."""
     current = committed.refresh()
     newer = [n for n in newer_metadata(current) if os.path.exists(n.path)]
-    if any(n.metadata is None for n in newer):
+    if any(n.metadata is None or (wait and n.in_flight(_SETTLING)) for n in newer):
         return None
     try:
         live = reachable_files(current, live_only=True)

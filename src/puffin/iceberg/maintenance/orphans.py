@@ -40,7 +40,12 @@ from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
-from puffin.iceberg.metadata.versions import NewerMetadata, metadata_version, newer_metadata
+from puffin.iceberg.metadata.versions import (
+    IN_FLIGHT_WINDOW,
+    NewerMetadata,
+    metadata_version,
+    newer_metadata,
+)
 from puffin.iceberg.verify.orphans import (
     DEFAULT_OLDER_THAN,
     Lister,
@@ -66,8 +71,6 @@ __all__ = [
 
 #: A shorter grace period needs ``allow_short_grace_period=True``.
 MIN_GRACE_PERIOD = datetime.timedelta(hours=24)
-#: A newer metadata file written longer ago than this is no commit in flight.
-IN_FLIGHT_WINDOW = datetime.timedelta(minutes=10)
 # Reads of the references, when commits that failed meanwhile took their files away.
 _READS = 3
 

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
 
-__all__ = ["NewerMetadata", "metadata_version", "newer_metadata"]
+__all__ = ["IN_FLIGHT_WINDOW", "NewerMetadata", "metadata_version", "newer_metadata"]
+
+#: A newer metadata file written longer ago than this is no commit in flight: a commit swaps
+#: the catalog's pointer moments after it writes the file.
+IN_FLIGHT_WINDOW = datetime.timedelta(minutes=10)
 
 _NUMBERED = re.compile(r"^v?(\d+)[-.].*\.metadata\.json(?:\.gz)?$")
 # A metadata file is written in one go, in milliseconds; one being written is read again.
