@@ -17,47 +17,30 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
-from iceberg_fixtures import make_catalog
-from peers import read_pyiceberg
 from puffin.iceberg import (
     append,
-    create_sample_table,
     delete_rows,
     rewrite_data_files,
     rewrite_manifests,
     rewrite_position_delete_files,
     sample_batch,
-    scan_table,
-    upgrade_to_v3,
-    verify_table,
 )
 from puffin.iceberg.maintenance import rewrite_manifests as manifests_module
 from puffin.iceberg.maintenance.rewrite_deletes import positions_here
 from puffin.iceberg.metadata.delete_files import deletion_vector_refs
-from puffin.iceberg.verify.orphans import find_orphans
-from puffin.io.locations import local_path
+from tests.iceberg.maintenance import test_compact_rebase as base
 
-ROWS = 400  # four files: ids 0-99, 100-199, 200-299, 300-399
+ROWS = base.ROWS
 
 
 def _table(tmp_path: Path, v3: bool = True) -> Any:
-    properties = {} if v3 else {"write.delete.mode": "merge-on-read"}
-    table = create_sample_table(
-        make_catalog(tmp_path), "db.t", rows=ROWS, files=4, seed=2, properties=properties
-    )
-    table = upgrade_to_v3(table) if v3 else table
+    table = base.sample_table(tmp_path, v3)
     for where in ("id < 3", "id = 150", "id in (5, 250)"):  # deletes in several files
         table = delete_rows(table, where).table
     return table
 
 
-def _ids(table: Any) -> list[int]:
-    ours = scan_table(table, selected_fields=("id",)).to_arrow().column("id").to_pylist()
-    theirs = read_pyiceberg(local_path(table.metadata_location) or "").column("id").to_pylist()
-    assert sorted(ours) == sorted(theirs)
-    assert verify_table(table).problems == []
-    assert find_orphans(table) == []  # what a lost race or a dropped vector left is gone
-    return sorted(ours)
+_ids = base.ids_read
 
 
 def _gather_beside(table: Any, concurrent: Callable[[Any], None]) -> tuple[Any, list[int]]:
