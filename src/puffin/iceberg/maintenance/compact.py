@@ -224,7 +224,7 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
                     added = rewriter(table, snapshot, index, choice.groups, target, data_files)
                     whole = planned if row_filter is None else None  # ``where`` left some out
                     dropped = unapplied_equality_deletes(table, snapshot, choice, whole)
-                    work.append(Rewritten.of(table, snapshot, choice, added, dropped))
+                    work.append(Rewritten.of(table, snapshot, choice, added, dropped, data_files))
             if not work:
                 return CompactResult.nothing(table, number)
             return _commit(table, work[0], written, number, carried)

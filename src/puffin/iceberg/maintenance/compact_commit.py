@@ -39,6 +39,8 @@ from puffin.iceberg.metadata.concurrent import (
     referenced_file,
 )
 from puffin.iceberg.metadata.delete_files import deletion_vector_refs, is_equality_delete
+from puffin.iceberg.metadata.manifests import remove_files
+from puffin.iceberg.metadata.snapshot_manifests import ManifestReuse
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.lineage import file_lineage
 from puffin.iceberg.writes.rewrite import scoped_position_deletes
@@ -62,6 +64,8 @@ class Rewritten:
     dropped: frozenset[tuple[str, None]]
     #: each rewritten file's deletion vector cardinality when it was read
     vectors: dict[str, int]
+    #: the manifests its snapshot wrote, kept across lost races under one snapshot id
+    manifests: ManifestReuse
 
     @property
     def removed(self) -> set[str]:
@@ -75,14 +79,18 @@ class Rewritten:
         choice: Choice,
         added: list[DataFile],
         dropped: frozenset[tuple[str, None]],
+        kept: list[str],
     ) -> Rewritten:
+        """The work of a rewrite of ``choice`` read at ``start``; its manifests are listed
+        in ``kept`` (the files a lost race keeps, with the data files)."""
         chosen = {p.path for files in choice.groups.values() for p in files}
         vectors = {
             r.referenced_data_file: r.record_count
             for r in deletion_vector_refs(table, start)
             if r.referenced_data_file in chosen
         }
-        return cls(start, choice, added, dropped, vectors)
+        reuse = ManifestReuse(table.metadata.new_snapshot_id(), files=kept)
+        return cls(start, choice, added, dropped, vectors, reuse)
 
 
 @dataclass(frozen=True)
@@ -193,5 +201,9 @@ def commit_rewritten(
         removed_data=removed,
         superseded=superseded | work.dropped,
         operation="replace",
+        reuse=work.manifests,
     )
+    listed = {m.manifest_path for m in new.manifests(committed.io)}
+    unused = [p for p in work.manifests.files if p.endswith(".avro") and p not in listed]
+    remove_files(table, unused)  # written for an attempt that lost, or merged into another
     return committed, new, len(superseded)

@@ -28,6 +28,7 @@ from puffin.iceberg.metadata.manifest_merge import (
     manifest_entry,
     write_manifest,
 )
+from puffin.iceberg.metadata.snapshot_manifests import ManifestReuse
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 
 if TYPE_CHECKING:
@@ -99,8 +100,9 @@ def rewrite_manifests(
 
         if work.snapshot_id is None:
             work.snapshot_id = table.metadata.new_snapshot_id()
+        reuse = ManifestReuse(work.snapshot_id)  # its own manifests: kept by ``work``
         committed, new = commit_snapshot(
-            table, written, operation="replace", regroup=regroup, snapshot_id=work.snapshot_id
+            table, written, operation="replace", regroup=regroup, reuse=reuse
         )
         before, after = len(work.replaced), work.counts[1] + len(data) - len(work.replaced)
         return RewriteManifestsResult(committed, new.snapshot_id, before, after,

@@ -49,7 +49,28 @@ DeleteFileKey = tuple[str, "str | None"]
 
 
 def read_manifest_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
-    """A manifest list read with the v3 schema: ``first_row_id`` survives (pyiceberg drops it)."""
+    """A manifest list read with the v3 schema: ``first_row_id`` survives (pyiceberg drops it).
+
+    A list is written once under a name of its own and never changed, so the last
+    :data:`LIST_CACHE_SIZE` read are kept (outside :func:`read_from_disk`): a job that loses
+    race after race reads each new commit's list once. The records are shared: never change
+    one (pyiceberg's own ``Snapshot.manifests`` shares them alike)."""
+    if not _FROM_DISK.get():
+        with _CACHE_LOCK:
+            hit = _LISTS.get(manifest_list)
+            if hit is not None:
+                _LISTS.move_to_end(manifest_list)
+                return list(hit)
+    manifests = _read_list(io, manifest_list)
+    if not _FROM_DISK.get():
+        with _CACHE_LOCK:
+            _LISTS[manifest_list] = manifests
+            while len(_LISTS) > LIST_CACHE_SIZE:
+                _LISTS.popitem(last=False)
+    return list(manifests)
+
+
+def _read_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
     from pyiceberg.avro.file import AvroFile
     from pyiceberg.manifest import (
         MANIFEST_LIST_FILE_SCHEMAS,
@@ -131,6 +152,9 @@ class _Record:
 _CACHE: OrderedDict[tuple[str, int, int, int | None], _Record] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _cached_bytes = 0
+#: Manifest lists kept, the least recently read first out.
+LIST_CACHE_SIZE = 256
+_LISTS: OrderedDict[str, list[ManifestFile]] = OrderedDict()
 
 
 def _estimate(entries: list[ManifestEntry]) -> int:
@@ -201,6 +225,7 @@ def clear_entry_cache() -> None:
     global _cached_bytes
     with _CACHE_LOCK:
         _CACHE.clear()
+        _LISTS.clear()
         _cached_bytes = 0
 
 

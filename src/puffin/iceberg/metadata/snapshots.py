@@ -19,24 +19,20 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import UnsupportedTableError
 from puffin.iceberg.metadata import v3
 from puffin.iceberg.metadata.commits import snapshot_updates
-from puffin.iceberg.metadata.manifest_merge import (
-    MergePolicy,
-    entries_to_rewrite,
-    manifest_entry,
-    merge_manifests,
-    write_manifest,
-)
+from puffin.iceberg.metadata.manifest_merge import MergePolicy, merge_manifests
 from puffin.iceberg.metadata.manifests import (
     CONTENT_SIZE,
     DeleteFileKey,
-    delete_file_key,
     read_manifest_list,
     remove_files,
 )
-from puffin.iceberg.metadata.v3 import (
-    ManifestListWriterV3,
-    to_v3_data_file,
+from puffin.iceberg.metadata.snapshot_manifests import (
+    Gone,
+    ManifestReuse,
+    data_manifests,
+    rewritten_manifests,
 )
+from puffin.iceberg.metadata.v3 import ManifestListWriterV3
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile, ManifestFile
@@ -120,70 +116,6 @@ def _metadata_file(table: Table, name: str) -> str:
     return str(table.location_provider().new_metadata_location(name))
 
 
-def _rewritten_manifests(
-    table: Table,
-    manifests: Sequence[ManifestFile],
-    added: Sequence[DataFile],
-    removed: Set[DeleteFileKey],
-    removed_data: Set[str],
-    snapshot_id: int,
-    written: list[str],
-) -> tuple[list[ManifestFile], list[ManifestFile], list[ManifestFile], _Gone]:
-    """Manifests carried as they are; data manifests that held removed data files and
-    delete manifests that held removed delete files, rewritten with those entries
-    ``DELETED`` (one manifest per spec, new delete files added to it); what was removed."""
-    from pyiceberg.manifest import ManifestContent
-    from pyiceberg.manifest import ManifestEntryStatus as S
-
-    carried: list[ManifestFile] = []
-    gone = _Gone([], [])
-    data: dict[int, list[Any]] = {}
-    deletes: dict[int, list[Any]] = {}
-    for df in added:
-        deletes.setdefault(df.spec_id, []).append(manifest_entry(S.ADDED, snapshot_id, None, df))
-    for manifest in manifests:
-        is_data = manifest.content == ManifestContent.DATA
-        if is_data and not removed_data:
-            carried.append(manifest)
-            continue
-        entries = entries_to_rewrite(table, manifest)  # kept data files keep their row ids
-        keys = [_removal_key(e.data_file, is_data) for e in entries]
-        hit = [k in (removed_data if is_data else removed) for k in keys]
-        if not any(hit):
-            carried.append(manifest)
-            continue
-        (gone.data if is_data else gone.deletes).extend(
-            e.data_file for e, h in zip(entries, hit, strict=True) if h
-        )
-        group = (data if is_data else deletes).setdefault(manifest.partition_spec_id, [])
-        for e, h in zip(entries, hit, strict=True):
-            status, who = (S.DELETED, snapshot_id) if h else (S.EXISTING, e.snapshot_id)
-            group.append(manifest_entry(status, who or snapshot_id, e, e.data_file))
-    new_data = _write_groups(table, data, ManifestContent.DATA, snapshot_id, written)
-    new_deletes = _write_groups(table, deletes, ManifestContent.DELETES, snapshot_id, written)
-    return carried, new_data, new_deletes, gone
-
-
-@dataclass(frozen=True)
-class _Gone:
-    data: list[DataFile]
-    deletes: list[DataFile]
-
-
-def _removal_key(data_file: DataFile, is_data: bool) -> Any:
-    return str(data_file.file_path) if is_data else delete_file_key(data_file)
-
-
-def _write_groups(
-    table: Table, groups: dict[int, list[Any]], content: Any, snapshot_id: int, written: list[str]
-) -> list[ManifestFile]:
-    """One v3 manifest per partition spec of the entries grouped by spec."""
-    return [
-        write_manifest(table, spec_id, content, entries, snapshot_id, written)
-        for spec_id, entries in sorted(groups.items())
-    ]
-
-
 def write_delete_snapshot(
     table: Table,
     added: Sequence[DataFile],
@@ -193,7 +125,7 @@ def write_delete_snapshot(
     added_data: Sequence[DataFile] = (),
     removed_data: Set[str] = frozenset(),
     regroup: Regroup | None = None,
-    snapshot_id: int | None = None,
+    reuse: ManifestReuse | None = None,
 ) -> DeleteSnapshot:
     """Manifests, manifest list and ``Snapshot`` for a change of delete files (and, for an
     append, overwrite or compaction, new data files; for a compaction, data files removed).
@@ -203,17 +135,18 @@ def write_delete_snapshot(
     data files, written to one new v3 data manifest whose ``first_row_id`` the manifest
     list assigns; ``removed_data`` paths of live data files to drop (their manifests are
     rewritten, every other entry keeping its ``first_row_id``); ``regroup`` lays the data
-    manifests out instead of merging (``rewrite_manifests``).  Other data manifests are
-    carried unchanged and get a ``first_row_id`` if they have none; the snapshot's
-    ``first-row-id`` is the table's ``next-row-id`` (0 for a table being upgraded) and
-    ``added-rows`` the row ids it reserves.
+    manifests out instead of merging (``rewrite_manifests``); with ``reuse``, under its
+    snapshot id, the manifests written for it before are used again
+    (:mod:`.snapshot_manifests`).  Other data manifests are carried unchanged and get a
+    ``first_row_id`` if they have none; the snapshot's ``first-row-id`` is the table's
+    ``next-row-id`` (0 for a table being upgraded), ``added-rows`` the ids it reserves.
     """
     from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 
     parent = table.current_snapshot()
     metadata = table.metadata
     _require_v2(metadata.format_version)
-    snapshot_id = metadata.new_snapshot_id() if snapshot_id is None else snapshot_id
+    snapshot_id = metadata.new_snapshot_id() if reuse is None else reuse.snapshot_id
     sequence_number = int(getattr(metadata, "last_sequence_number", 0)) + 1
     first_row_id = int(getattr(metadata, "next_row_id", None) or 0)
     written: list[str] = []
@@ -228,19 +161,13 @@ def write_delete_snapshot(
             list_path,
             written,
             regroup,
+            reuse,
         )
     except BaseException:
         remove_files(table, written)
         raise
-    props = snapshot_summary(
-        table,
-        parent,
-        added,
-        gone.deletes,
-        added_data=added_data,
-        removed_data=gone.data,
-        operation=operation,
-    )
+    props = snapshot_summary(table, parent, added, gone.deletes, added_data=added_data,
+                             removed_data=gone.data, operation=operation)  # fmt: skip
     fields = {
         "snapshot-id": snapshot_id,
         "parent-snapshot-id": ids[1],
@@ -270,7 +197,8 @@ def _write_manifests(
     list_path: str,
     written: list[str],
     regroup: Regroup | None = None,
-) -> tuple[_Gone, int]:
+    reuse: ManifestReuse | None = None,
+) -> tuple[Gone, int]:
     """The snapshot's manifests, merged as the table's properties say (Java's defaults:
     :mod:`.manifest_merge`) or data manifests regrouped by ``regroup``, and manifest list
     (``change``: delete files added and removed, data files added and removed); what was
@@ -279,17 +207,16 @@ def _write_manifests(
 
     added, removed, added_data, removed_data = change
     parent = table.current_snapshot()
-    carried, new_data, new_deletes, gone = _rewritten_manifests(
+    carried, new_data, new_deletes, gone = rewritten_manifests(
         table,
         read_manifest_list(table.io, parent.manifest_list) if parent else [],
-        added,
-        removed,
-        removed_data,
+        (added, removed, removed_data),
         ids[0],
         written,
+        reuse,
     )
     if added_data:
-        new_data[:0] = _data_manifests(table, added_data, ids[0], written)
+        new_data[:0] = data_manifests(table, added_data, ids[0], written, reuse)
     policy = MergePolicy.of(table)
     old_data = [m for m in carried if m.content == ManifestContent.DATA]
     old_deletes = [m for m in carried if m.content != ManifestContent.DATA]
@@ -332,7 +259,7 @@ def commit_snapshot(
     operation: str = "delete",
     first_updates: Sequence[Any] = (),
     regroup: Regroup | None = None,
-    snapshot_id: int | None = None,
+    reuse: ManifestReuse | None = None,
 ) -> tuple[Table, Snapshot]:
     """Write a snapshot (:func:`write_delete_snapshot`) and commit it as ``main``; the
     table as committed and the snapshot.  The files written go into ``written`` as they are
@@ -346,7 +273,7 @@ def commit_snapshot(
         added_data=added_data,
         removed_data=removed_data,
         regroup=regroup,
-        snapshot_id=snapshot_id,
+        reuse=reuse,
     )
     written.extend(staged.written)
     requirements, updates = snapshot_updates(table, staged.snapshot)
@@ -370,32 +297,3 @@ def _as_upgraded(table: Table) -> Table:
 
     metadata = upgraded_to_v3(table.metadata)
     return PyTable(table.name(), metadata, table.metadata_location, table.io, table.catalog)
-
-
-def _data_manifests(
-    table: Table, added: Sequence[DataFile], snapshot_id: int, written: list[str]
-) -> list[ManifestFile]:
-    """The data manifests of the added data files (ADDED entries; v3 records on a v3 table):
-    one per partition spec the files were written in (the default, unless a file says)."""
-    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
-
-    by_spec: dict[int, list[DataFile]] = {}
-    for df in added:
-        spec_id = getattr(df, "spec_id", None)
-        by_spec.setdefault(table.spec().spec_id if spec_id is None else spec_id, []).append(df)
-    v3_records = table.metadata.format_version >= 3
-    manifests = []
-    for spec_id, files in sorted(by_spec.items()):
-        entries = [
-            manifest_entry(
-                ManifestEntryStatus.ADDED,
-                snapshot_id,
-                None,
-                to_v3_data_file(df, spec_id) if v3_records else df,
-            )
-            for df in files
-        ]
-        manifests.append(
-            write_manifest(table, spec_id, ManifestContent.DATA, entries, snapshot_id, written)
-        )
-    return manifests

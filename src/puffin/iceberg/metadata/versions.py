@@ -128,6 +128,8 @@ def newer_metadata(table: Table) -> list[NewerMetadata]:
         except FileNotFoundError:  # a failed commit removed it while we looked
             continue
         metadata, why = _read(path)
+        if metadata is None and not os.path.exists(path):
+            continue  # a failed commit removed it while we read it: nothing of the table's
         if floor is None and metadata is not None:
             if metadata.last_updated_ms <= table.metadata.last_updated_ms:
                 continue  # no number to compare: the older by its own clock
