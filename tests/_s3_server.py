@@ -8,6 +8,8 @@ Used by tests/test_s3.py and bench/bench_s3.py.
 from __future__ import annotations
 
 import contextlib
+import io
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -51,10 +53,14 @@ class Log:
 
 
 class CountingS3Server:
-    """moto's S3 on a free port of 127.0.0.1, behind a WSGI layer that logs each request."""
+    """moto's S3 on a free port of 127.0.0.1, behind a WSGI layer that logs each request.
+
+    ``refused_deletes``: keys (as ``bucket/key``) a bulk delete leaves in place, answering
+    with an ``AccessDenied`` error for each, as S3 does for a key a policy protects."""
 
     def __init__(self) -> None:
         self.log = Log()
+        self.refused_deletes: set[str] = set()
         app = DomainDispatcherApplication(create_backend_app)
         self._server = make_server(
             "127.0.0.1", 0, self._counting(app), True, request_handler=_QuietHandler
@@ -67,6 +73,9 @@ class CountingS3Server:
         log = self.log
 
         def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+            refused = self._refuse(environ) if self.refused_deletes else []
+            if refused:
+                start_response = _with_errors(start_response, refused)
             # The whole body first: the request is logged before the client sees a byte,
             # so a test that reads its log right after a call sees every request of it.
             body = b"".join(app(environ, start_response))
@@ -79,9 +88,30 @@ class CountingS3Server:
                         len(body),
                     )
                 )
-            yield body
+            yield _add_errors(body, refused) if refused else body
 
         return wsgi
+
+    def _refuse(self, environ: dict[str, Any]) -> list[str]:
+        """For a bulk delete naming refused keys: take them out of the request; those keys."""
+        if environ["REQUEST_METHOD"] != "POST" or "delete" not in environ.get("QUERY_STRING", ""):
+            return []
+        bucket = environ.get("PATH_INFO", "").strip("/")
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length)
+        refused = []
+        for match in list(re.finditer(rb"<Object>\s*<Key>([^<]*)</Key>.*?</Object>", body, re.S)):
+            key = match.group(1).decode()
+            if f"{bucket}/{key}" in self.refused_deletes:
+                refused.append(key)
+        for key in refused:
+            body = re.sub(rb"<Object>\s*<Key>" + re.escape(key.encode()) + rb"</Key>.*?</Object>",
+                          b"", body, flags=re.S)  # fmt: skip
+        environ["wsgi.input"] = io.BytesIO(body)
+        environ["CONTENT_LENGTH"] = str(len(body))
+        for header in [h for h in environ if "CHECKSUM" in h or h == "HTTP_CONTENT_MD5"]:
+            del environ[header]
+        return refused
 
     def start(self) -> CountingS3Server:
         self._thread.start()
@@ -131,6 +161,28 @@ class CountingS3Server:
             aws_secret_access_key=SECRET,
             region_name=REGION,
         )
+
+
+def _add_errors(body: bytes, keys: list[str]) -> bytes:
+    errors = "".join(
+        f"<Error><Key>{k}</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+        for k in keys
+    )
+    return body.replace(b"</DeleteResult>", errors.encode() + b"</DeleteResult>")
+
+
+def _with_errors(start_response: Callable[..., Any], keys: list[str]) -> Callable[..., Any]:
+    """``start_response`` with the Content-Length the added errors make."""
+    extra = len(_add_errors(b"</DeleteResult>", keys)) - len(b"</DeleteResult>")
+
+    def start(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+        fixed = [
+            (k, str(int(v) + extra)) if k.lower() == "content-length" else (k, v)
+            for k, v in headers
+        ]
+        return start_response(status, fixed, *args)
+
+    return start
 
 
 @contextlib.contextmanager

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyiceberg.io import FileIO
 
 __all__ = [
+    "SAME_SCHEME",
     "cut_by_pyiceberg",
     "is_input_file",
     "is_output_file",
@@ -100,11 +101,23 @@ def cut_by_pyiceberg(location: str) -> str | None:
     return None
 
 
+#: Schemes that name the same store: one is compared as the other (Iceberg Java's orphan
+#: cleanup takes ``s3a`` and ``s3n`` for ``s3`` by default).
+SAME_SCHEME = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs"}
+
+
 def location_key(location: str) -> str:
     """What identifies a file however its location is spelled (``/t/x``, ``file:/t/x``,
-    ``file:///t/x``, a relative path): its normalized local path, or the URL itself."""
+    ``file:///t/x``, a relative path): its normalized local path, or the URL with its
+    scheme in one form (:data:`SAME_SCHEME`: ``s3a://b/k`` is ``s3://b/k``)."""
     local = local_path(location)
-    return os.path.normpath(local) if local is not None else location
+    if local is not None:
+        return os.path.normpath(local)
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return location
+    lowered = scheme.lower()
+    return f"{SAME_SCHEME.get(lowered, lowered)}://{rest}"
 
 
 class _Borrowed:
@@ -172,8 +185,7 @@ def open_sink(target: Any, *, io: Any = None) -> Sink:
     if hasattr(target, "write"):
         return StreamSink(target)
     raise TypeError(
-        "target must be a path or a writable binary file object, got "
-        f"{type(target).__name__}"
+        f"target must be a path or a writable binary file object, got {type(target).__name__}"
     )
 
 

@@ -19,14 +19,14 @@ from urllib.parse import urlparse
 
 from puffin.errors import MissingDependencyError, SetupError, StorageError
 
-__all__ = ["STORAGE_TIMEOUT_ENV", "fsspec_fs", "storage_errors", "storage_timeout"]
+__all__ = ["PACKAGES", "STORAGE_TIMEOUT_ENV", "fsspec_fs", "storage_errors", "storage_timeout"]
 
 #: Seconds a request to an object store may take to fail, all retries included.
 STORAGE_TIMEOUT_ENV = "PUFFIN_STORAGE_TIMEOUT"
 _DEFAULT_TIMEOUT = 15.0
 
-# The fsspec filesystem package of each scheme, for the error that names what to install.
-_PACKAGES = {
+#: The fsspec filesystem package of each scheme, for the error that names what to install.
+PACKAGES = {
     "s3": "s3fs", "s3a": "s3fs", "s3n": "s3fs",
     "gs": "gcsfs", "gcs": "gcsfs",
     "abfs": "adlfs", "abfss": "adlfs", "az": "adlfs", "adl": "adlfs",
@@ -75,7 +75,7 @@ def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
     if io is not None:
         return io.get_fs(parsed.scheme, parsed.netloc), url
     scheme = parsed.scheme.lower()
-    package = _PACKAGES.get(scheme, f"the fsspec filesystem for {scheme}://")
+    package = PACKAGES.get(scheme, f"the fsspec filesystem for {scheme}://")
     try:
         import fsspec.core
     except ImportError:

@@ -9,6 +9,9 @@ round's ids start at ``round * 1_000_000``; one JSON line per round: ``{"round",
 ``cleaner WAREHOUSE GRACE_S SECONDS SEED OUT``: ``remove_orphan_files`` with that grace period
 (``allow_short_grace_period``) in a loop, random pauses between; one JSON line per run:
 ``{"removed", "kept"}``, ``{"refused"}`` or ``{"error", "message"}``.
+
+WAREHOUSE is a local warehouse folder, or a JSON object: the properties of a pyiceberg SQL
+catalog (an object store's warehouse, ``test_orphan_races_s3.py``).
 """
 
 from __future__ import annotations
@@ -35,13 +38,24 @@ def _batches(first: int, rows: int, pieces: int, rng: random.Random) -> Iterator
         yield from sample_batch(per, start=first + i * per, seed=i).to_batches()
 
 
+def load(warehouse: str) -> Any:
+    """``db.t`` of the warehouse folder, or of the SQL catalog a JSON object describes."""
+    if warehouse.startswith("{"):
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        return SqlCatalog("race", **json.loads(warehouse)).load_table("db.t")
+    from puffin.iceberg import local_catalog
+
+    return local_catalog(warehouse).load_table("db.t")
+
+
 def writer(warehouse: str, mode: str, seconds: float, seed: int, out: str) -> None:
     import pyarrow as pa
 
-    from puffin.iceberg import append, local_catalog, sample_batch
+    from puffin.iceberg import append, sample_batch
 
     rng = random.Random(seed)
-    table = local_catalog(warehouse).load_table("db.t")
+    table = load(warehouse)
     deadline = time.monotonic() + seconds
     number = 0
     with open(out, "a") as log:
@@ -54,9 +68,7 @@ def writer(warehouse: str, mode: str, seconds: float, seed: int, out: str) -> No
             else:
                 rows, pieces = 40_000, 8
                 schema = sample_batch(1, start=0).schema
-                data = pa.RecordBatchReader.from_batches(
-                    schema, _batches(first, rows, pieces, rng)
-                )
+                data = pa.RecordBatchReader.from_batches(schema, _batches(first, rows, pieces, rng))
             record: dict[str, Any] = {"round": number, "rows": rows}
             try:
                 table = append(table.refresh(), data, statistics="none")
@@ -72,19 +84,17 @@ def writer(warehouse: str, mode: str, seconds: float, seed: int, out: str) -> No
 
 def cleaner(warehouse: str, grace_s: float, seconds: float, seed: int, out: str) -> None:
     from puffin.errors import NewerMetadataError
-    from puffin.iceberg import local_catalog, remove_orphan_files
+    from puffin.iceberg import remove_orphan_files
 
     rng = random.Random(seed)
-    table = local_catalog(warehouse).load_table("db.t")
+    table = load(warehouse)
     grace = datetime.timedelta(seconds=grace_s)
     deadline = time.monotonic() + seconds
     with open(out, "a") as log:
         while time.monotonic() < deadline:
             record: dict[str, Any]
             try:
-                result = remove_orphan_files(
-                    table, older_than=grace, allow_short_grace_period=True
-                )
+                result = remove_orphan_files(table, older_than=grace, allow_short_grace_period=True)
                 record = {"removed": len(result.removed), "kept": len(result.kept_referenced)}
             except NewerMetadataError as exc:
                 record = {"refused": True, "message": str(exc)[:500]}

@@ -166,4 +166,3 @@ def test_java_reads_compaction_across_specs(tmp_path: Path, java: Any) -> None:
     table = rewrite_data_files(table, min_deleted_fraction=0.2, min_input_files=1).table
     rows = read_java(java, local_path(table.metadata_location) or "")
     assert sorted(rows.column("id").to_pylist()) == sorted(model)
-

@@ -45,14 +45,18 @@ def test_an_object_in_another_bucket_survives_expiry(
     s3.put_object(Bucket=LAKE, Key="wh/db/t/data/%2e%2e/%2e%2e/escaped.parquet", Body=body)
 
     catalog = SqlCatalog(
-        "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"s3://{LAKE}/wh",
+        "s3",
+        uri=f"sqlite:///{tmp_path / 'catalog.db'}",
+        warehouse=f"s3://{LAKE}/wh",
         **server.fileio_properties(),
     )
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=schema)
     table.append(pa.table({"id": pa.array(range(10), pa.int64())}, schema=schema))
-    outside = [f"s3://{OTHER}/tables/theirs.parquet",
-               f"s3://{LAKE}/wh/db/t/data/%2e%2e/%2e%2e/escaped.parquet"]
+    outside = [
+        f"s3://{OTHER}/tables/theirs.parquet",
+        f"s3://{LAKE}/wh/db/t/data/%2e%2e/%2e%2e/escaped.parquet",
+    ]
     table.add_files(outside)
     table = catalog.load_table("db.t")
     table.delete(AlwaysTrue())  # copy-on-write: only the expired snapshots reach them now

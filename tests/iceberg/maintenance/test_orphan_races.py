@@ -75,8 +75,10 @@ def _make_table(warehouse: Path, v3: bool) -> Any:
     return table
 
 
-def _spawn(role: str, warehouse: Path, value: str, seed: int, out: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, str(ACTORS), role, str(warehouse), value, str(SECONDS), str(seed)]
+def _spawn(
+    role: str, warehouse: Path | str, value: str, seed: int, out: Path, seconds: float = SECONDS
+) -> subprocess.Popen[str]:
+    command = [sys.executable, str(ACTORS), role, str(warehouse), value, str(seconds), str(seed)]
     return subprocess.Popen([*command, str(out)], text=True, stderr=subprocess.PIPE)
 
 
@@ -171,4 +173,3 @@ def test_java_reads_what_the_races_left(tmp_path: Path, java: Any) -> None:
         table = check(result, commits=mode == "small")
         rows = read_java(java, local_path(table.metadata_location) or "")
         assert sorted(rows.column("id").to_pylist()) == sorted(result.model)
-

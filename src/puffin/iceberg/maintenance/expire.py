@@ -13,7 +13,6 @@ table's locations (:mod:`puffin.iceberg.maintenance.guard`); others are reported
 from __future__ import annotations
 
 import datetime
-import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -33,7 +32,7 @@ from puffin.iceberg.metadata.retention import (
     expired_snapshots,
 )
 from puffin.iceberg.metadata.v3 import checks_requirements_here, commit
-from puffin.iceberg.metadata.versions import newer_metadata
+from puffin.iceberg.metadata.versions import newer_metadata, still_there
 from puffin.iceberg.verify.orphans import kind_of, reachable_files
 from puffin.io.locations import location_key
 
@@ -217,7 +216,7 @@ def _live_files(committed: Table, wait: bool) -> set[str] | None:
     list may be removed any moment if it loses, so it is waited for, to land or go, rather
     than read (one still there when the waiting is over is read)."""
     current = committed.refresh()
-    newer = [n for n in newer_metadata(current) if os.path.exists(n.path)]
+    newer = [n for n in newer_metadata(current) if still_there(current, n)]
     if any(n.metadata is None or (wait and n.in_flight(_SETTLING)) for n in newer):
         return None
     try:

@@ -55,7 +55,7 @@ class Deletions:
                 self.table.io.delete(location)
         except FileNotFoundError:
             return False
-        self._count(kind, size)
+        self.count(kind, size)
         return True
 
     def set_aside(self, location: str) -> str | None:
@@ -82,7 +82,7 @@ class Deletions:
             os.remove(aside)
         except FileNotFoundError:
             return False
-        self._count(kind, size)
+        self.count(kind, size)
         return True
 
     @staticmethod
@@ -104,7 +104,8 @@ class Deletions:
             tally[1] += size
         self.skipped_outside_table.extend(other.skipped_outside_table)
 
-    def _count(self, kind: str, size: int) -> None:
+    def count(self, kind: str, size: int) -> None:
+        """Count a file of ``kind`` and ``size`` bytes as deleted."""
         tally = self.deleted.setdefault(kind, [0, 0])
         tally[0] += 1
         tally[1] += size

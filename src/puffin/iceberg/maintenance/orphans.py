@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 from puffin.errors import NewerMetadataError, UsageError
 from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
+from puffin.iceberg.maintenance.orphans_store import finish_on_store, remove_dead_marks
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
 from puffin.iceberg.metadata.versions import (
@@ -45,15 +47,17 @@ from puffin.iceberg.metadata.versions import (
     NewerMetadata,
     metadata_version,
     newer_metadata,
+    still_there,
 )
 from puffin.iceberg.verify.orphans import (
     DEFAULT_OLDER_THAN,
     Lister,
     Orphan,
     find_orphans,
-    listed_files,
     referenced_files,
+    table_files,
 )
+from puffin.io.listing import ObjectStore, object_store
 from puffin.io.locations import local_path, location_key
 from puffin.support.durations import as_written
 
@@ -71,8 +75,10 @@ __all__ = [
 
 #: A shorter grace period needs ``allow_short_grace_period=True``.
 MIN_GRACE_PERIOD = datetime.timedelta(hours=24)
-# Reads of the references, when commits that failed meanwhile took their files away.
-_READS = 3
+# Reads of the references, when commits that failed meanwhile took their files away, and
+# the first wait for such a commit to remove its metadata file (doubled each time).
+_READS = 4
+_SETTLE_S = 0.25
 
 
 #: What deletes set-aside orphans for good: ``(deletions, [(set-aside path, kind)])`` -> the
@@ -104,6 +110,11 @@ class OrphanResult:
     kept_referenced: list[str] = field(default_factory=list)
     #: files an interrupted cleanup had set aside, put back first (a dry run lists them)
     restored: list[str] = field(default_factory=list)
+    #: ``(location, the store's reason)`` of each orphan the object store did not delete
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    #: requests made of the object store, by kind (``list``, ``delete``, ``put``, ``get``);
+    #: empty for a local table
+    requests: dict[str, int] = field(default_factory=dict)
 
 
 def remove_orphan_files(
@@ -113,7 +124,7 @@ def remove_orphan_files(
     dry_run: bool = False,
     allow_prefixes: Iterable[str] = (),
     allow_short_grace_period: bool = False,
-    lister: Lister = listed_files,
+    lister: Lister | None = None,
     finisher: Finisher = finish_here,
 ) -> OrphanResult:
     """Delete the files under the table's location that nothing references and that are
@@ -126,7 +137,11 @@ def remove_orphan_files(
     than the catalog's that is no commit in flight (see the module's docstring).
     ``lister`` lists the table's folder and ``finisher`` deletes the orphans once set aside
     and checked (both in this process by default; Spark's executors for
-    :func:`puffin.spark.remove_orphan_files`).
+    :func:`puffin.spark.remove_orphan_files`). On an object store the listing and the
+    deletes go through :func:`~puffin.io.listing.object_store`, in bulk
+    (:mod:`puffin.iceberg.maintenance.orphans_store`); a location it cannot list raises
+    :class:`~puffin.errors.StorageError` or :class:`~puffin.errors.MissingDependencyError`,
+    and each object the store did not delete is in ``failed``.
 
     Example::
 
@@ -138,16 +153,26 @@ def remove_orphan_files(
     if not dry_run:
         require_writable_location(table, catalog=False)  # a read-only mount: say so first
     table = table.refresh()
+    store = None if local_path(table.location()) else object_store(table.location(), table.io)
     protected = _protected(table)
     deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
-    restored = _restore_set_aside(table, deletions, dry_run)
+    restored = _restore_set_aside(table, deletions, dry_run, store)
+    if lister is None and store is not None:  # the same client: its requests are counted
+        lister = lambda _root: table_files(table, store)  # noqa: E731
     chosen = [o for o in find_orphans(table, protected, lister=lister) if o.modified <= cutoff]
+    requests = {} if store is None else dict(store.requests)
     if dry_run or not chosen:
         kept = [o.path for o in chosen if not deletions.locations.owns(o.path)]
         removed = [o for o in chosen if o.path not in kept]
-        return OrphanResult(chosen, dry_run, removed, {}, kept, restored=restored)
-    aside = [(o, deletions.set_aside(o.path)) for o in chosen]
-    removed, kept_referenced = _finish(table, deletions, aside, finisher)
+        return OrphanResult(chosen, dry_run, removed, {}, kept, restored=restored,
+                            requests=requests)  # fmt: skip
+    failed: list[tuple[str, str]] = []
+    if store is None:
+        aside = [(o, deletions.set_aside(o.path)) for o in chosen]
+        removed, kept_referenced = _finish(table, deletions, aside, finisher)
+    else:
+        outcome = finish_on_store(table, deletions, chosen, _protected, store)
+        removed, kept_referenced, failed = outcome.removed, outcome.kept_referenced, outcome.failed
     return OrphanResult(
         chosen,
         dry_run,
@@ -156,6 +181,8 @@ def remove_orphan_files(
         deletions.skipped_outside_table,
         kept_referenced,
         restored,
+        failed,
+        {} if store is None else dict(store.requests),
     )
 
 
@@ -222,7 +249,7 @@ def _protected(
     it is after the folder was listed: a writer may commit twice between a refresh and the
     listing, so its second file looks like a foreign history until the catalog is read again."""
     last = "the catalog took new commits each time"
-    for _ in range(_READS):
+    for attempt in range(_READS):
         newer = newer_metadata(table)
         stale = [n for n in newer if not n.in_flight(IN_FLIGHT_WINDOW)]
         if stale:
@@ -233,9 +260,13 @@ def _protected(
         try:
             return referenced_files(table, newer, before_read=before_read)
         except FileNotFoundError as exc:
-            if not newer or all(os.path.exists(n.path) for n in newer):
-                raise  # not a commit that failed meanwhile: the table itself misses a file
+            if not newer:
+                raise  # no commit in flight: the table itself misses a file
             last = str(exc)
+            if all(still_there(table, n) for n in newer):
+                # A commit in flight whose file is gone (an earlier cleanup's) fails its
+                # check before the swap and removes its metadata file: give it that time.
+                time.sleep(_SETTLE_S * 2**attempt)
         table = table.refresh()
     raise NewerMetadataError(
         f"orphan cleanup refused, nothing was deleted: the table kept changing while its "
@@ -260,11 +291,16 @@ def _refusal(table: Table, stale: Sequence[NewerMetadata]) -> str:
     )
 
 
-def _restore_set_aside(table: Table, deletions: Deletions, dry_run: bool) -> list[str]:
+def _restore_set_aside(
+    table: Table, deletions: Deletions, dry_run: bool, store: ObjectStore | None
+) -> list[str]:
     """Put back what an interrupted cleanup set aside (a dry run only lists it): it then
-    counts as what it is, an orphan or a file the table needs."""
+    counts as what it is, an orphan or a file the table needs. On an object store, remove
+    the dead marks of killed cleanups instead (nothing was set aside there)."""
     root = local_path(table.location())
     if root is None:
+        if store is not None and not dry_run:
+            remove_dead_marks(table, store)
         return []
     found = set_aside_files(root)
     if not dry_run:

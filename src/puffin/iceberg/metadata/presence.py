@@ -13,8 +13,10 @@ committed and the writer removes what it wrote.
 Inside the commit loop (:func:`~puffin.iceberg.metadata.commits.with_retries`) the files
 are the ones the attempt lists as written, plus those the caller names (data files written
 once, files registered by ``add_files``): a ``stat`` each. A commit outside the loop has its
-new snapshots' manifests read instead. Only local files are checked (orphan cleanup lists
-local tables only); on an object store each check would be a request per file.
+new snapshots' manifests read instead. On an object store, where
+a cleanup cannot rename, the commit first waits out the marks a cleanup puts down while
+it deletes (:mod:`puffin.iceberg.metadata.cleanup_marks`), then asks for each file, up to
+:data:`_CHECKS_AT_ONCE` requests at a time.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from puffin.errors import WrittenFileGoneError
+from puffin.errors import MissingDependencyError, WrittenFileGoneError
 from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
@@ -42,6 +44,8 @@ __all__ = [
     "vanished",
 ]
 
+# Existence requests a commit on an object store has in flight at once.
+_CHECKS_AT_ONCE = 16
 # The files of the commit attempt in progress, as lists that grow while it writes.
 _COMMITTING: ContextVar[tuple[Sequence[str], ...] | None] = ContextVar(
     "puffin_committing", default=None
@@ -84,9 +88,7 @@ def added_files(base: TableMetadata, metadata: TableMetadata, io: FileIO) -> lis
     before.update(p.statistics_path for p in base.partition_statistics)
     found += [s.statistics_path for s in metadata.statistics if s.statistics_path not in before]
     found += [
-        p.statistics_path
-        for p in metadata.partition_statistics
-        if p.statistics_path not in before
+        p.statistics_path for p in metadata.partition_statistics if p.statistics_path not in before
     ]
     return found
 
@@ -98,9 +100,33 @@ def require_added_files(
     file at ``metadata_path``) is gone."""
     known = _COMMITTING.get()
     adds = added_files(base, metadata, io) if known is None else [p for f in known for p in f]
+    remote = []
     for location in [metadata_path, *adds]:
         local = local_path(location)
-        if local is not None and not os.path.exists(local):
+        if local is None:
+            remote.append(location)
+        elif not os.path.exists(local):
+            raise file_gone(location)
+    if remote and local_path(metadata.location) is None:
+        _check_on_store(metadata.location, io, remote)
+
+
+def _check_on_store(root: str, io: FileIO, locations: list[str]) -> None:
+    """The object-store form of the check: wait out the cleanups deleting one of these
+    files right now, then ask for each (in parallel)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from puffin.iceberg.metadata.cleanup_marks import wait_for_marks
+    from puffin.io.listing import object_store
+
+    try:
+        wait_for_marks(object_store(root, io), root, locations)
+    except MissingDependencyError:
+        pass  # a FileIO that cannot list, and no fsspec filesystem: no cleanup here can
+    with ThreadPoolExecutor(max_workers=_CHECKS_AT_ONCE) as pool:
+        found = list(pool.map(lambda loc: io.new_input(loc).exists(), locations))
+    for location, there in zip(locations, found, strict=True):
+        if not there:
             raise file_gone(location)
 
 

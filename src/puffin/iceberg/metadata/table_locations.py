@@ -21,14 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from puffin.io.locations import local_path
+from puffin.io.locations import SAME_SCHEME, local_path
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 __all__ = ["TableLocations", "normalise"]
-
-_SAME_SCHEME = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs"}
 
 
 def normalise(location: str) -> str:
@@ -37,7 +35,7 @@ def normalise(location: str) -> str:
     if local is not None:
         return "file://" + os.path.realpath(local)
     parts = urlsplit(location)
-    scheme = _SAME_SCHEME.get(parts.scheme.lower(), parts.scheme.lower())
+    scheme = SAME_SCHEME.get(parts.scheme.lower(), parts.scheme.lower())
     path = posixpath.normpath("/" + unquote(parts.path).lstrip("/"))
     return f"{scheme}://{parts.netloc.lower()}{'' if path == '/' else path}"
 

@@ -20,7 +20,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from puffin.io.locations import local_path, location_key
 
@@ -28,7 +28,13 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
 
-__all__ = ["IN_FLIGHT_WINDOW", "NewerMetadata", "metadata_version", "newer_metadata"]
+__all__ = [
+    "IN_FLIGHT_WINDOW",
+    "NewerMetadata",
+    "metadata_version",
+    "newer_metadata",
+    "still_there",
+]
 
 #: A newer metadata file written longer ago than this is no commit in flight: a commit swaps
 #: the catalog's pointer moments after it writes the file.
@@ -106,29 +112,24 @@ def newer_metadata(table: Table) -> list[NewerMetadata]:
     """The metadata files in the folder of the table's current metadata file that are
     numbered at or above it (itself and the files its log names aside), oldest first: a
     sibling of the current version is another history's (a stale copy of the catalog that
-    committed, or a failed commit's debris). Only local tables are listed (an object store's
-    folder is not); when the current file has no number, files newer by their own
-    ``last-updated-ms`` count."""
+    committed, or a failed commit's debris). A local folder is listed natively, an object
+    store's prefix through :func:`~puffin.io.listing.object_store` (one listing request);
+    when the current file has no number, files newer by their own ``last-updated-ms``
+    count."""
     current = table.metadata_location
-    folder = local_path(os.path.dirname(current))
-    if folder is None or not os.path.isdir(folder):
-        return []
+    folder = _Folder.of(os.path.dirname(current), table.io)
     floor = metadata_version(current)
     logged = {os.path.basename(e.metadata_file) for e in table.metadata.metadata_log}
     found = []
-    for name in os.listdir(folder):
+    for path, mtime in folder.entries():
+        name = os.path.basename(path)
         version = metadata_version(name)
         if version is None or name in logged or name == os.path.basename(current):
             continue
         if floor is not None and version < floor:
             continue  # a sibling of the same version counts: another history's
-        path = os.path.join(folder, name)
-        try:
-            mtime = os.stat(path).st_mtime
-        except FileNotFoundError:  # a failed commit removed it while we looked
-            continue
-        metadata, why = _read(path)
-        if metadata is None and not os.path.exists(path):
+        metadata, why = _read(folder, path)
+        if metadata is None and not folder.exists(path):
             continue  # a failed commit removed it while we read it: nothing of the table's
         if floor is None and metadata is not None:
             if metadata.last_updated_ms <= table.metadata.last_updated_ms:
@@ -139,12 +140,59 @@ def newer_metadata(table: Table) -> list[NewerMetadata]:
     return sorted(found, key=lambda m: (m.version, m.path))
 
 
+def still_there(table: Table, newer: NewerMetadata) -> bool:
+    """Whether the newer metadata file is still there (a commit that lost removes it)."""
+    return _Folder.of(os.path.dirname(newer.path), table.io).exists(newer.path)
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """The metadata folder, local or an object store's prefix: listed, read, checked."""
+
+    location: str
+    local: str | None
+    io: Any
+
+    @classmethod
+    def of(cls, location: str, io: Any) -> _Folder:
+        return cls(location, local_path(location), io)
+
+    def entries(self) -> list[tuple[str, float]]:
+        """``(path, modification time)`` of each file in the folder; a file removed while
+        listed is left out. An object the store gives no time for counts as new."""
+        if self.local is None:
+            from puffin.io.listing import object_store
+
+            listed = object_store(self.location, self.io).children(self.location)
+            return [(e.location, time.time() if e.modified is None else e.modified) for e in listed]
+        if not os.path.isdir(self.local):
+            return []
+        found = []
+        for name in os.listdir(self.local):
+            path = os.path.join(self.local, name)
+            try:
+                found.append((path, os.stat(path).st_mtime))
+            except FileNotFoundError:  # a failed commit removed it while we looked
+                continue
+        return found
+
+    def read(self, path: str) -> bytes:
+        if self.local is not None:
+            with open(path, "rb") as f:
+                return f.read()
+        with self.io.new_input(path).open() as f:
+            return bytes(f.read())
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path) if self.local is not None else self.io.new_input(path).exists()
+
+
 def _last_logged(metadata: TableMetadata) -> str | None:
     log = metadata.metadata_log
     return location_key(log[-1].metadata_file) if log else None
 
 
-def _read(path: str) -> tuple[TableMetadata | None, str | None]:
+def _read(folder: _Folder, path: str) -> tuple[TableMetadata | None, str | None]:
     """The table metadata in ``path``; a file still being written is read again, briefly."""
     import gzip
 
@@ -153,8 +201,7 @@ def _read(path: str) -> tuple[TableMetadata | None, str | None]:
     why = ""
     for attempt in range(_PARTIAL_RETRIES):
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = folder.read(path)
             if path.endswith(".gz"):
                 data = gzip.decompress(data)
             return TableMetadataUtil.parse_obj(json.loads(data)), None

@@ -165,5 +165,3 @@ def plan_statistics(
     if not scan_columns:
         raise UsageError("no column to compute statistics for: " + "; ".join(notes))
     return snapshot, scan_columns, plan_files(table, snapshot, equality=True)
-
-

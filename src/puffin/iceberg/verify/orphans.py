@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from pyiceberg.table.metadata import TableMetadata
 
     from puffin.iceberg.metadata.versions import NewerMetadata
+    from puffin.io.listing import ObjectStore
 
 __all__ = [
     "DEFAULT_OLDER_THAN",
@@ -43,6 +45,7 @@ __all__ = [
     "reachable_files",
     "referenced_files",
     "set_aside_files",
+    "table_files",
 ]
 
 #: Orphans younger than this are left alone: a concurrent commit may be about to add them.
@@ -80,9 +83,7 @@ def referenced_files(
         found.add(n.path)
         if n.metadata is not None:
             found.update(e.metadata_file for e in n.metadata.metadata_log)
-            reached |= reachable_files(
-                table, n.metadata, seen=manifests, before_read=before_read
-            )
+            reached |= reachable_files(table, n.metadata, seen=manifests, before_read=before_read)
     return {location_key(p) for p in found | reached}
 
 
@@ -154,8 +155,8 @@ def set_aside_files(root: str) -> list[tuple[str, str]]:
 
 #: A listed file: ``(path, size in bytes, modification time in seconds since the epoch)``.
 Listed = tuple[str, int, float]
-#: What lists every file a cleanup may consider under a local folder (:func:`listed_files`,
-#: or Spark's executors: :mod:`puffin.spark.table_files`).
+#: What lists every file a cleanup may consider under a table's root, a local folder or a
+#: URL (:func:`table_files`, or Spark's executors: :mod:`puffin.spark.table_files`).
 Lister = Callable[[str], Iterable[Listed]]
 
 
@@ -194,21 +195,43 @@ def list_folder(folder: str) -> tuple[list[Listed], list[str]]:
 
 
 def find_orphans(
-    table: Table, referenced: set[str] | None = None, *, lister: Lister = listed_files
+    table: Table, referenced: set[str] | None = None, *, lister: Lister | None = None
 ) -> list[Orphan]:
     """Files under the table's location that nothing references, oldest first (``referenced``:
     :func:`referenced_files` of the table, when the caller has read it; ``lister``: what
-    lists the folder, :func:`listed_files` by default).  Tables outside the local file
-    system are not listed (their FileIO cannot list); they give an empty list."""
+    lists the location, :func:`table_files` by default). An object store is listed through
+    :func:`~puffin.io.listing.object_store`; one that cannot be listed is an error, never
+    an empty list."""
     root = local_path(table.location())
-    if root is None or not os.path.isdir(root):
+    if root is not None and not os.path.isdir(root):
         return []
     if referenced is None:
         referenced = referenced_files(table)
+    listing = table_files(table) if lister is None else lister(root or table.location())
     out = [
         Orphan(path, size, datetime.datetime.fromtimestamp(mtime, tz=datetime.timezone.utc),
                kind_of(path))
-        for path, size, mtime in lister(root)
-        if os.path.normpath(path) not in referenced
+        for path, size, mtime in listing
+        if location_key(path) not in referenced
     ]  # fmt: skip
     return sorted(out, key=lambda o: (o.modified, o.path))
+
+
+def table_files(table: Table, store: ObjectStore | None = None) -> Iterator[Listed]:
+    """Every file under the table's location a cleanup may consider: a local folder walked
+    (:func:`listed_files`), an object store's prefix listed, hidden names left out alike.
+    An object the store gives no time for counts as written now (never old enough);
+    ``store``: the client to list with (made from the table's FileIO by default)."""
+    root = local_path(table.location())
+    if root is not None:
+        yield from listed_files(root)
+        return
+    from puffin.io.listing import object_store
+
+    base = table.location().rstrip("/")
+    for entry in (store or object_store(base, table.io)).walk(base):
+        parts = entry.location[len(base) :].strip("/").split("/")
+        if any(p.startswith(_HIDDEN) for p in parts) or parts[-1] == _VERSION_HINT:
+            continue
+        modified = time.time() if entry.modified is None else entry.modified
+        yield entry.location, entry.size, modified

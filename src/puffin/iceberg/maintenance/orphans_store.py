@@ -1,0 +1,137 @@
+"""Orphan cleanup's deletes on an object store: marked, checked again, deleted in bulk.
+
+A local cleanup renames each orphan aside, reads the references again and only then
+deletes (:mod:`puffin.iceberg.maintenance.orphans`). An object store has no rename, so each
+batch of up to 1,000 orphans (one S3 ``DeleteObjects`` request) goes:
+
+1. a mark naming the batch is written (:mod:`puffin.iceberg.metadata.cleanup_marks`): a
+   writer of this library that checks its files from now on waits for it to go;
+2. the references are read again: the catalog, and the metadata prefix for commits in
+   flight (a writer that checked before the mark has written its metadata file by then);
+   an orphan referenced now is kept;
+3. the rest is deleted in one request, if that is still within half the mark's life (else
+   the batch starts again with a new mark); each key the store did not delete is reported;
+4. the mark is removed.
+
+Marks a killed cleanup left are removed by the next cleanup once they are dead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from puffin.iceberg.maintenance.guard import Deletions
+from puffin.iceberg.metadata.cleanup_marks import MARK_LIFE, is_live, marks_in, new_mark
+from puffin.iceberg.metadata.versions import newer_metadata
+from puffin.io.listing import BULK_DELETE_KEYS, ObjectStore, object_store
+from puffin.io.locations import location_key
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+    from puffin.iceberg.verify.orphans import Orphan
+
+__all__ = ["StoreOutcome", "finish_on_store", "remove_dead_marks"]
+
+# A batch whose references took longer than this to read again starts over with a new mark.
+_DELETE_WITHIN_S = MARK_LIFE.total_seconds() / 2
+_ATTEMPTS = 3
+
+
+@dataclass
+class StoreOutcome:
+    """What the deletes on the store did."""
+
+    removed: list[Orphan] = field(default_factory=list)
+    kept_referenced: list[str] = field(default_factory=list)
+    #: ``(location, the store's reason)`` of each orphan the store did not delete
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class _References:
+    """The references, read again only when the catalog or the metadata prefix changed."""
+
+    read: Callable[[Table], set[str]]
+    seen: tuple[str, tuple[str, ...]] | None = None
+    found: set[str] = field(default_factory=set)
+
+    def now(self, table: Table) -> set[str]:
+        table = table.refresh()
+        key = (table.metadata_location, tuple(n.path for n in newer_metadata(table)))
+        if key != self.seen:
+            self.found, self.seen = self.read(table), key
+        return self.found
+
+
+def finish_on_store(
+    table: Table,
+    deletions: Deletions,
+    chosen: Sequence[Orphan],
+    protected: Callable[[Table], set[str]],
+    store: ObjectStore | None = None,
+) -> StoreOutcome:
+    """Delete the orphans ``chosen`` (under the table's object-store location) batch by
+    batch, as the module's docstring says; ``protected`` reads the references."""
+    store = store or object_store(table.location(), table.io)
+    outcome = StoreOutcome()
+    owned = []
+    for orphan in chosen:
+        if deletions.locations.owns(orphan.path):
+            owned.append(orphan)
+        else:
+            deletions.skipped_outside_table.append(orphan.path)
+    references = _References(protected)
+    for start in range(0, len(owned), BULK_DELETE_KEYS):
+        _batch(table, deletions, store, owned[start : start + BULK_DELETE_KEYS], references,
+               outcome)  # fmt: skip
+    outcome.kept_referenced.sort()
+    return outcome
+
+
+def _batch(
+    table: Table,
+    deletions: Deletions,
+    store: ObjectStore,
+    batch: list[Orphan],
+    references: _References,
+    outcome: StoreOutcome,
+) -> None:
+    root = table.location()
+    for _ in range(_ATTEMPTS):
+        mark, body = new_mark(root, [o.path for o in batch])
+        started = time.monotonic()
+        store.put(mark, body)
+        try:
+            again = references.now(table)
+            doomed = [o for o in batch if location_key(o.path) not in again]
+            if time.monotonic() - started > _DELETE_WITHIN_S:
+                continue  # a writer may take the mark for a dead one soon: mark again
+            failed = {f.location: f.reason for f in store.delete([o.path for o in doomed])}
+        finally:
+            store.delete([mark])  # a mark left behind dies on its own
+        outcome.kept_referenced += [o.path for o in batch if location_key(o.path) in again]
+        for orphan in doomed:
+            if orphan.path in failed:
+                outcome.failed.append((orphan.path, failed[orphan.path]))
+            else:
+                outcome.removed.append(orphan)
+                deletions.count(orphan.kind, orphan.size)
+        return
+    raise TimeoutError(
+        f"orphan cleanup stopped: reading the table's references took over "
+        f"{_DELETE_WITHIN_S:.0f} s {_ATTEMPTS} times, too long to delete safely after; "
+        "nothing more was deleted"
+    )
+
+
+def remove_dead_marks(table: Table, store: ObjectStore | None = None) -> list[str]:
+    """Remove the marks killed cleanups left (dead: see
+    :data:`~puffin.iceberg.metadata.cleanup_marks.MARK_LIFE`); their locations."""
+    store = store or object_store(table.location(), table.io)
+    dead = [m.location for m in marks_in(store, table.location()) if not is_live(m)]
+    store.delete(dead)
+    return dead

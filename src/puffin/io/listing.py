@@ -1,0 +1,267 @@
+"""Many objects under a prefix: listed with size and age, deleted in bulk, each failure named.
+
+Orphan cleanup and ``verify_table`` look at every object under a table's location, and
+orphan cleanup deletes thousands of them. On an object store that is a listing (S3:
+``ListObjectsV2``, 1,000 keys a request) and bulk deletes (S3: ``DeleteObjects``, 1,000 keys
+a request), never a request per object. :func:`object_store` finds the client for a URL:
+
+* a pyiceberg ``FsspecFileIO`` lends its filesystem;
+* otherwise the fsspec filesystem of the scheme (``s3fs``, ``gcsfs``, ``adlfs``, ...), made
+  from the FileIO's properties as pyiceberg's ``FsspecFileIO`` makes it (so a
+  ``PyArrowFileIO`` table lists with the same endpoint and credentials), or from fsspec's
+  own configuration when there is no FileIO;
+* failing that, a ``PyArrowFileIO``'s own filesystem, which lists but deletes one object a
+  request.
+
+A location nothing here can list is a :class:`~puffin.errors.StorageError` or a
+:class:`~puffin.errors.MissingDependencyError` naming the scheme and what to install:
+never an empty listing. Local folders are listed natively elsewhere
+(:mod:`puffin.iceberg.verify.orphans`); this module is for URLs.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.util
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from puffin.errors import MissingDependencyError, StorageError
+from puffin.io.stores import PACKAGES, fsspec_fs, storage_errors
+
+__all__ = ["BULK_DELETE_KEYS", "Failed", "Listed", "ObjectStore", "object_store"]
+
+#: Keys in one S3 ``DeleteObjects`` request (the API's limit).
+BULK_DELETE_KEYS = 1000
+# Where fsspec filesystems keep an object's modification time, by package.
+_MODIFIED = ("LastModified", "last_modified", "updated", "mtime", "created", "timeCreated")
+
+
+@dataclass(frozen=True)
+class Listed:
+    """An object found by a listing."""
+
+    location: str  #: its URL, spelled as the listed root is
+    size: int
+    #: when the store says it was written (seconds since the epoch, the store's clock);
+    #: ``None`` when the store does not say
+    modified: float | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """An object a bulk delete did not delete, and the store's reason."""
+
+    location: str
+    reason: str
+
+
+@dataclass
+class ObjectStore:
+    """Listing and bulk deletes on one store, through an fsspec filesystem or a pyarrow one.
+
+    ``requests`` counts what this client asked of the store: ``list`` (one per listing call;
+    a long listing is paged by the client), ``delete`` (one per bulk request, or per object
+    where the store has no bulk delete), ``put``, ``get``."""
+
+    fs: Any
+    #: ``fsspec`` or ``arrow``
+    kind: str
+    requests: Counter[str] = field(default_factory=Counter)
+
+    # -- listing --------------------------------------------------------------------------
+
+    def walk(self, root: str) -> Iterator[Listed]:
+        """Every object under the folder URL ``root``, at any depth, in key order."""
+        base = root.rstrip("/")
+        self.requests["list"] += 1
+        with storage_errors(root):
+            if self.kind == "arrow":
+                entries = self._arrow_entries(base, recursive=True)
+            else:
+                entries = self._fsspec_entries(base, recursive=True)
+        for path, size, modified in entries:
+            yield Listed(self._url(base, path), size, modified)
+
+    def children(self, folder: str) -> list[Listed]:
+        """The objects directly in the folder URL ``folder`` (its sub-folders left out)."""
+        base = folder.rstrip("/")
+        self.requests["list"] += 1
+        with storage_errors(folder):
+            if self.kind == "arrow":
+                entries = self._arrow_entries(base, recursive=False)
+            else:
+                entries = self._fsspec_entries(base, recursive=False)
+        return [Listed(self._url(base, p), s, m) for p, s, m in entries]
+
+    def _fsspec_entries(self, base: str, recursive: bool) -> list[tuple[str, int, float | None]]:
+        path = self.fs._strip_protocol(base)
+        self.fs.invalidate_cache(path)  # a cached listing would miss what writers just put
+        try:
+            if recursive:
+                found = self.fs.find(path, detail=True, withdirs=False)
+                infos = list(found.values())
+            else:
+                infos = [i for i in self.fs.ls(path, detail=True) if i.get("type") == "file"]
+        except FileNotFoundError:
+            return []  # nothing under the prefix: an object store has no empty folders
+        return sorted((str(i["name"]), int(i.get("size") or 0), _seconds(i)) for i in infos)
+
+    def _arrow_entries(self, base: str, recursive: bool) -> list[tuple[str, int, float | None]]:
+        from pyarrow.fs import FileSelector, FileType
+
+        parts = urlsplit(base)
+        path = f"{parts.netloc}{parts.path}"
+        selector = FileSelector(path, recursive=recursive, allow_not_found=True)
+        return sorted(
+            (i.path, int(i.size or 0), None if i.mtime is None else i.mtime.timestamp())
+            for i in self.fs.get_file_info(selector)
+            if i.type == FileType.File
+        )
+
+    def _url(self, base: str, path: str) -> str:
+        """The URL of the listed ``path``: the root URL's own spelling, then the key."""
+        parts = urlsplit(base)
+        stripped = (
+            f"{parts.netloc}{parts.path}" if self.kind == "arrow" else self.fs._strip_protocol(base)
+        )
+        if not path.startswith(stripped):
+            raise StorageError(f"{base}: the store listed {path}, which is not under it")
+        return base + path[len(stripped) :]
+
+    # -- deletes ---------------------------------------------------------------------------
+
+    def delete(self, locations: Sequence[str]) -> list[Failed]:
+        """Delete ``locations`` (URLs of this store), in bulk where the store has it; the ones
+        it did not delete, with its reason. An object already gone counts as deleted."""
+        failed: list[Failed] = []
+        for start in range(0, len(locations), BULK_DELETE_KEYS):
+            batch = list(locations[start : start + BULK_DELETE_KEYS])
+            if self.kind == "fsspec" and "s3" in _protocols(self.fs):
+                failed += self._s3_bulk(batch)
+            else:
+                failed += self._one_by_one(batch)
+        return failed
+
+    def _s3_bulk(self, batch: list[str]) -> list[Failed]:
+        """One ``DeleteObjects`` request per bucket: s3fs's own ``rm`` drops the per-key
+        errors of a quiet bulk delete, so the request is made here and its errors read."""
+        by_bucket: dict[str, dict[str, str]] = {}
+        for location in batch:
+            bucket, _, key = self.fs._strip_protocol(location).partition("/")
+            by_bucket.setdefault(bucket, {})[key] = location
+        failed: list[Failed] = []
+        for bucket, keys in by_bucket.items():
+            self.requests["delete"] += 1
+            objects = [{"Key": k} for k in keys]
+            try:
+                with storage_errors(f"s3://{bucket}"):
+                    out = self.fs.call_s3(
+                        "delete_objects", Bucket=bucket, Delete={"Objects": objects, "Quiet": True}
+                    )
+            except Exception as exc:  # the whole request failed: every key is still there
+                failed += [Failed(loc, _reason(exc)) for loc in keys.values()]
+                continue
+            for error in out.get("Errors", []):
+                location = keys.get(error.get("Key", ""), f"s3://{bucket}/{error.get('Key')}")
+                failed.append(Failed(location, f"{error.get('Code')}: {error.get('Message')}"))
+            for key in keys:
+                self.fs.invalidate_cache(f"{bucket}/{key}")
+        return failed
+
+    def _one_by_one(self, batch: list[str]) -> list[Failed]:
+        failed: list[Failed] = []
+        for location in batch:
+            self.requests["delete"] += 1
+            try:
+                with storage_errors(location):
+                    if self.kind == "arrow":
+                        parts = urlsplit(location)
+                        self.fs.delete_file(f"{parts.netloc}{parts.path}")
+                    else:
+                        self.fs.rm_file(self.fs._strip_protocol(location))
+            except FileNotFoundError:
+                continue  # gone already: what a delete wants
+            except Exception as exc:
+                failed.append(Failed(location, _reason(exc)))
+        return failed
+
+    # -- small objects ----------------------------------------------------------------------
+
+    def put(self, location: str, data: bytes) -> None:
+        """Write the small object ``location`` in one request."""
+        self.requests["put"] += 1
+        with storage_errors(location):
+            if self.kind == "arrow":
+                parts = urlsplit(location)
+                with self.fs.open_output_stream(f"{parts.netloc}{parts.path}") as out:
+                    out.write(data)
+            else:
+                self.fs.pipe_file(self.fs._strip_protocol(location), data)
+
+    def get(self, location: str) -> bytes:
+        """The bytes of the small object ``location`` (``FileNotFoundError`` when gone)."""
+        self.requests["get"] += 1
+        with storage_errors(location):
+            if self.kind == "arrow":
+                parts = urlsplit(location)
+                with self.fs.open_input_stream(f"{parts.netloc}{parts.path}") as f:
+                    return bytes(f.read())
+            return bytes(self.fs.cat_file(self.fs._strip_protocol(location)))
+
+
+def object_store(location: str, io: Any = None) -> ObjectStore:
+    """The :class:`ObjectStore` that lists and deletes under the URL ``location``, through
+    the table's FileIO ``io`` where it can (see the module's docstring)."""
+    scheme = urlsplit(location).scheme.lower()
+    if io is not None and callable(getattr(io, "get_fs", None)):  # FsspecFileIO
+        return ObjectStore(fsspec_fs(location, io)[0], "fsspec")
+    package = PACKAGES.get(scheme)
+    if io is not None and package is not None and importlib.util.find_spec(package):
+        from pyiceberg.io.fsspec import FsspecFileIO
+
+        lent = FsspecFileIO(properties=dict(getattr(io, "properties", {})))
+        return ObjectStore(fsspec_fs(location, lent)[0], "fsspec")
+    arrow = getattr(io, "fs_by_scheme", None)  # PyArrowFileIO
+    if callable(arrow):
+        parts = urlsplit(location)
+        return ObjectStore(arrow(parts.scheme, parts.netloc), "arrow")
+    if io is not None:
+        raise MissingDependencyError(
+            f"{location}: cannot list {scheme}:// objects: the table's FileIO "
+            f"({type(io).__name__}) cannot list and "
+            f"{package or 'no fsspec filesystem for ' + scheme + '://'} is not installed; "
+            f"pip install {package or 'an fsspec filesystem for ' + scheme}"
+        )
+    return ObjectStore(fsspec_fs(location, None)[0], "fsspec")
+
+
+def _protocols(fs: Any) -> tuple[str, ...]:
+    return tuple(fs.protocol) if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+
+
+def _seconds(info: dict[str, Any]) -> float | None:
+    """An fsspec listing entry's modification time, whatever the package calls it."""
+    for key in _MODIFIED:
+        value = info.get(key)
+        if isinstance(value, datetime.datetime):
+            aware = value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+            return aware.timestamp()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str) and value:
+            try:
+                parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            aware = parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+            return aware.timestamp()
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
