@@ -36,6 +36,8 @@ __all__ = ["BULK_DELETE_KEYS", "Failed", "Listed", "ObjectStore", "object_store"
 
 #: Keys in one S3 ``DeleteObjects`` request (the API's limit).
 BULK_DELETE_KEYS = 1000
+# fsspec filesystems whose rm() of a list of paths goes in batch requests (gcsfs, adlfs).
+_BULK = {"gs", "gcs", "abfs", "abfss", "az"}
 # Where fsspec filesystems keep an object's modification time, by package.
 _MODIFIED = ("LastModified", "last_modified", "updated", "mtime", "created", "timeCreated")
 
@@ -88,16 +90,26 @@ class ObjectStore:
 
     def children(self, folder: str) -> list[Listed]:
         """The objects directly in the folder URL ``folder`` (its sub-folders left out)."""
+        return self.level(folder)[0]
+
+    def level(self, folder: str) -> tuple[list[Listed], list[str]]:
+        """The objects directly in the folder URL ``folder``, and the URLs of the folders
+        in it (one delimited listing)."""
         base = folder.rstrip("/")
         self.requests["list"] += 1
         with storage_errors(folder):
             if self.kind == "arrow":
-                entries = self._arrow_entries(base, recursive=False)
+                entries = self._arrow_entries(base, recursive=False, folders=True)
             else:
-                entries = self._fsspec_entries(base, recursive=False)
-        return [Listed(self._url(base, p), s, m) for p, s, m in entries]
+                entries = self._fsspec_entries(base, recursive=False, folders=True)
+        files = [Listed(self._url(base, p), s, m) for p, s, m in entries if s >= 0]
+        return files, [self._url(base, p) for p, s, _ in entries if s < 0]
 
-    def _fsspec_entries(self, base: str, recursive: bool) -> list[tuple[str, int, float | None]]:
+    def _fsspec_entries(
+        self, base: str, recursive: bool, folders: bool = False
+    ) -> list[tuple[str, int, float | None]]:
+        """``(path, size, time)`` of each object; with ``folders``, the folders too, with a
+        size of -1."""
         path = self.fs._strip_protocol(base)
         self.fs.invalidate_cache(path)  # a cached listing would miss what writers just put
         try:
@@ -105,21 +117,31 @@ class ObjectStore:
                 found = self.fs.find(path, detail=True, withdirs=False)
                 infos = list(found.values())
             else:
-                infos = [i for i in self.fs.ls(path, detail=True) if i.get("type") == "file"]
+                wanted = ("file", "directory") if folders else ("file",)
+                infos = [i for i in self.fs.ls(path, detail=True) if i.get("type") in wanted]
         except FileNotFoundError:
             return []  # nothing under the prefix: an object store has no empty folders
-        return sorted((str(i["name"]), int(i.get("size") or 0), _seconds(i)) for i in infos)
+        return sorted(
+            (str(i["name"]).rstrip("/"), -1, None)
+            if i.get("type") == "directory"
+            else (str(i["name"]), int(i.get("size") or 0), _seconds(i))
+            for i in infos
+        )
 
-    def _arrow_entries(self, base: str, recursive: bool) -> list[tuple[str, int, float | None]]:
+    def _arrow_entries(
+        self, base: str, recursive: bool, folders: bool = False
+    ) -> list[tuple[str, int, float | None]]:
         from pyarrow.fs import FileSelector, FileType
 
         parts = urlsplit(base)
         path = f"{parts.netloc}{parts.path}"
         selector = FileSelector(path, recursive=recursive, allow_not_found=True)
         return sorted(
-            (i.path, int(i.size or 0), None if i.mtime is None else i.mtime.timestamp())
+            (i.path, -1, None)
+            if i.type == FileType.Directory
+            else (i.path, int(i.size or 0), None if i.mtime is None else i.mtime.timestamp())
             for i in self.fs.get_file_info(selector)
-            if i.type == FileType.File
+            if i.type == FileType.File or (folders and i.type == FileType.Directory)
         )
 
     def _url(self, base: str, path: str) -> str:
@@ -142,9 +164,22 @@ class ObjectStore:
             batch = list(locations[start : start + BULK_DELETE_KEYS])
             if self.kind == "fsspec" and "s3" in _protocols(self.fs):
                 failed += self._s3_bulk(batch)
+            elif self.kind == "fsspec" and _BULK & set(_protocols(self.fs)):
+                failed += self._fsspec_bulk(batch)
             else:
                 failed += self._one_by_one(batch)
         return failed
+
+    def _fsspec_bulk(self, batch: list[str]) -> list[Failed]:
+        """gcsfs and adlfs delete a list of paths in batch requests; when that fails, each
+        path is tried alone to say which ones the store refused."""
+        self.requests["delete"] += 1
+        try:
+            with storage_errors(batch[0]):
+                self.fs.rm([self.fs._strip_protocol(loc) for loc in batch])
+        except Exception:
+            return self._one_by_one(batch)
+        return []
 
     def _s3_bulk(self, batch: list[str]) -> list[Failed]:
         """One ``DeleteObjects`` request per bucket: s3fs's own ``rm`` drops the per-key

@@ -15,8 +15,9 @@ few folders per core, and each task walks one folder with the single-process job
 (:func:`~puffin.iceberg.verify.orphans.listed_files`: hidden names left out); the driver
 then chooses, sets each orphan aside through the guard and reads the references again, as
 the single-process job does, and the orphans still unreferenced are deleted on the
-executors (which must see the same file system: a local or mounted folder, which is all the
-orphan cleanup lists).
+executors (which must see the same file system: a local or mounted folder). On an object
+store the prefixes are listed and the orphans deleted in bulk by the tasks, each batch
+marked and checked on the driver first (:mod:`puffin.spark.store_files`).
 """
 
 from __future__ import annotations
@@ -100,30 +101,43 @@ def remove_orphan_files(
         result = remove_orphan_files(local_session(), table, dry_run=True)
         print(len(result.orphans), "orphans")
     """
+    from puffin.io.locations import local_path
+    from puffin.spark.store_files import deletes_on_executors
+
+    properties = dict(table.io.properties)
+    on_store = local_path(table.location()) is None
     return remove_here(
         table,
         older_than=older_than,
         dry_run=dry_run,
         allow_prefixes=allow_prefixes,
         allow_short_grace_period=allow_short_grace_period,
-        lister=list_on_executors(spark),
+        lister=list_on_executors(spark, properties=properties),
         finisher=finish_on_executors(spark),
+        **({"store_deletes": deletes_on_executors(spark, properties)} if on_store else {}),
     )
 
 
 def list_on_executors(
-    spark: SparkSession, folders_per_core: int = 4
+    spark: SparkSession, folders_per_core: int = 4, properties: dict[str, str] | None = None
 ) -> Callable[[str], list[Listed]]:
     """A :data:`~puffin.iceberg.verify.orphans.Lister` whose folders are walked by Spark
-    tasks: the driver opens folders until it has ``folders_per_core`` a core."""
+    tasks: the driver opens folders until it has ``folders_per_core`` a core. An object
+    store's prefixes are listed alike (:mod:`puffin.spark.store_files`), through a FileIO
+    made from ``properties`` (the table's)."""
 
     def lister(root: str) -> list[Listed]:
         import pyarrow as pa
 
+        from puffin.io.locations import local_path
         from puffin.spark.file_tasks import spark_cores
         from puffin.spark.preflight import python_tasks
+        from puffin.spark.store_files import list_store_on_executors
 
-        near, folders = _split(root, folders_per_core * spark_cores(spark))
+        wanted = folders_per_core * spark_cores(spark)
+        if local_path(root) is None:
+            return list_store_on_executors(spark, root, properties or {}, wanted)
+        near, folders = _split(root, wanted)
         if not folders:
             return near
         rows = pa.table({"folder": folders})

@@ -164,3 +164,39 @@ def test_a_location_nothing_can_list_is_an_error() -> None:
 
     with pytest.raises(MissingDependencyError, match=r"cannot list zz:// objects.*pip install"):
         object_store("zz://bucket/t", NoListing())
+
+
+def test_the_command_line_reports_what_the_store_refused(
+    server: CountingS3Server, table: Any, tmp_path: Path
+) -> None:
+    """``puffin table remove-orphans --catalog NAME`` on the S3 table: the dry run lists the
+    orphans; a delete the store refuses for one key exits 1 naming it, the rest deleted."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    strays = _put(server, table, [f"data/stray-{i}.parquet" for i in range(3)])
+    time.sleep(1.1)
+    env = {**os.environ, "PYICEBERG_CATALOG__S3__TYPE": "sql",
+           "PYICEBERG_CATALOG__S3__URI": str(table.catalog.engine.url),
+           "PYICEBERG_CATALOG__S3__WAREHOUSE": f"s3://{LAKE}/wh"}  # fmt: skip
+    env.update({f"PYICEBERG_CATALOG__S3__{k.upper().replace('.', '__').replace('-', '_')}": v
+                for k, v in server.fileio_properties().items()})  # fmt: skip
+    command = [sys.executable, "-m", "puffin", "table", "remove-orphans",
+               ".".join(table.name()), "--catalog", "s3", "--older-than", "0s"]  # fmt: skip
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*command, *extra], env=env, capture_output=True, text=True)
+
+    dry = run()
+    assert dry.returncode == 0, dry.stderr
+    assert [line.split()[1] for line in dry.stdout.splitlines()[:3]] == strays
+    server.refused_deletes = {strays[1].removeprefix("s3://")}
+    done = run("--delete", "--allow-short-grace-period", "--json")
+    assert done.returncode == 1, done.stderr
+    assert "refused to delete 1 orphan(s)" in done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["failed"] == [{"path": strays[1], "reason": "AccessDenied: Access Denied"}]
+    assert sorted(f["path"] for f in doc["files"]) == [strays[0], strays[2]]
+    assert doc["requests"]["delete"] >= 1 and _objects(server, table) & set(strays) == {strays[1]}

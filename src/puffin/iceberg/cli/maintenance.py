@@ -9,6 +9,7 @@ about to reference the file it has just written.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -165,9 +166,11 @@ def report_orphans(args: argparse.Namespace, command: str, result: Any) -> int:
             ],
             "kept_referenced": result.kept_referenced,
             "restored": result.restored,
+            "failed": [{"path": p, "reason": r} for p, r in result.failed],
+            "requests": result.requests,
         }
         print_json(command, doc)
-        return 0
+        return _refused(result)
     verb = "removed" if args.delete else "would remove"
     for o in found:
         print(f"  {o.kind:<13} {o.path}  {o.size} bytes  {o.modified:%Y-%m-%d %H:%M}")
@@ -180,9 +183,27 @@ def report_orphans(args: argparse.Namespace, command: str, result: Any) -> int:
     put_back = "put back" if args.delete else "would put back"
     for location in result.restored:
         print(f"  {put_back} (set aside by an interrupted cleanup): {location}")
+    for location, reason in result.failed:
+        print(f"  not deleted, the store refused ({reason}): {location}")
+    if result.requests:
+        asked = ", ".join(f"{n} {kind}" for kind, n in sorted(result.requests.items()))
+        print(f"  requests to the object store: {asked}")
     if found and not args.delete:
         print("  (a dry run: add --delete to remove them)")
-    return 0
+    return _refused(result)
+
+
+def _refused(result: Any) -> int:
+    """Exit 1 when the store refused deletes (its permissions, not this program), saying so."""
+    if not result.failed:
+        return 0
+    print(
+        f"puffin: error: the object store refused to delete {len(result.failed)} orphan(s) "
+        "(listed above); check the credentials' delete permission on the table's prefix, "
+        "then run the cleanup again",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _run_expire(args: argparse.Namespace, table: Any) -> int:

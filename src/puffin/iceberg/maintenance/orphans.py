@@ -39,7 +39,11 @@ from typing import TYPE_CHECKING
 from puffin.errors import NewerMetadataError, UsageError
 from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
-from puffin.iceberg.maintenance.orphans_store import finish_on_store, remove_dead_marks
+from puffin.iceberg.maintenance.orphans_store import (
+    StoreDeletes,
+    finish_on_store,
+    remove_dead_marks,
+)
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
 from puffin.iceberg.metadata.versions import (
@@ -126,6 +130,7 @@ def remove_orphan_files(
     allow_short_grace_period: bool = False,
     lister: Lister | None = None,
     finisher: Finisher = finish_here,
+    store_deletes: StoreDeletes = StoreDeletes(),  # noqa: B008 - frozen
 ) -> OrphanResult:
     """Delete the files under the table's location that nothing references and that are
     older than ``older_than`` (``dry_run``: only list them).
@@ -141,7 +146,8 @@ def remove_orphan_files(
     deletes go through :func:`~puffin.io.listing.object_store`, in bulk
     (:mod:`puffin.iceberg.maintenance.orphans_store`); a location it cannot list raises
     :class:`~puffin.errors.StorageError` or :class:`~puffin.errors.MissingDependencyError`,
-    and each object the store did not delete is in ``failed``.
+    and each object the store did not delete is in ``failed`` (``store_deletes``: how and
+    how many at a time, in this process by default).
 
     Example::
 
@@ -171,7 +177,7 @@ def remove_orphan_files(
         aside = [(o, deletions.set_aside(o.path)) for o in chosen]
         removed, kept_referenced = _finish(table, deletions, aside, finisher)
     else:
-        outcome = finish_on_store(table, deletions, chosen, _protected, store)
+        outcome = finish_on_store(table, deletions, chosen, _protected, store, store_deletes)
         removed, kept_referenced, failed = outcome.removed, outcome.kept_referenced, outcome.failed
     return OrphanResult(
         chosen,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from puffin.iceberg.maintenance.guard import Deletions
 from puffin.iceberg.metadata.cleanup_marks import MARK_LIFE, is_live, marks_in, new_mark
 from puffin.iceberg.metadata.versions import newer_metadata
-from puffin.io.listing import BULK_DELETE_KEYS, ObjectStore, object_store
+from puffin.io.listing import BULK_DELETE_KEYS, Failed, ObjectStore, object_store
 from puffin.io.locations import location_key
 
 if TYPE_CHECKING:
@@ -34,11 +34,21 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.verify.orphans import Orphan
 
-__all__ = ["StoreOutcome", "finish_on_store", "remove_dead_marks"]
+__all__ = ["StoreDeletes", "StoreOutcome", "finish_on_store", "remove_dead_marks"]
 
 # A batch whose references took longer than this to read again starts over with a new mark.
 _DELETE_WITHIN_S = MARK_LIFE.total_seconds() / 2
 _ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class StoreDeletes:
+    """How the orphans of one batch are deleted: ``delete(store, locations)`` gives the ones
+    not deleted (:meth:`ObjectStore.delete` in this process by default; Spark's executors
+    for :func:`puffin.spark.remove_orphan_files`), ``batch`` orphans a mark at a time."""
+
+    delete: Callable[[ObjectStore, Sequence[str]], list[Failed]] = ObjectStore.delete
+    batch: int = BULK_DELETE_KEYS
 
 
 @dataclass
@@ -73,6 +83,7 @@ def finish_on_store(
     chosen: Sequence[Orphan],
     protected: Callable[[Table], set[str]],
     store: ObjectStore | None = None,
+    deletes: StoreDeletes = StoreDeletes(),
 ) -> StoreOutcome:
     """Delete the orphans ``chosen`` (under the table's object-store location) batch by
     batch, as the module's docstring says; ``protected`` reads the references."""
@@ -85,9 +96,9 @@ def finish_on_store(
         else:
             deletions.skipped_outside_table.append(orphan.path)
     references = _References(protected)
-    for start in range(0, len(owned), BULK_DELETE_KEYS):
-        _batch(table, deletions, store, owned[start : start + BULK_DELETE_KEYS], references,
-               outcome)  # fmt: skip
+    for start in range(0, len(owned), deletes.batch):
+        batch = owned[start : start + deletes.batch]
+        _batch(table, deletions, store, batch, references, outcome, deletes)
     outcome.kept_referenced.sort()
     return outcome
 
@@ -99,6 +110,7 @@ def _batch(
     batch: list[Orphan],
     references: _References,
     outcome: StoreOutcome,
+    deletes: StoreDeletes,
 ) -> None:
     root = table.location()
     for _ in range(_ATTEMPTS):
@@ -110,7 +122,8 @@ def _batch(
             doomed = [o for o in batch if location_key(o.path) not in again]
             if time.monotonic() - started > _DELETE_WITHIN_S:
                 continue  # a writer may take the mark for a dead one soon: mark again
-            failed = {f.location: f.reason for f in store.delete([o.path for o in doomed])}
+            gone = deletes.delete(store, [o.path for o in doomed])
+            failed = {f.location: f.reason for f in gone}
         finally:
             store.delete([mark])  # a mark left behind dies on its own
         outcome.kept_referenced += [o.path for o in batch if location_key(o.path) in again]

@@ -46,6 +46,7 @@ __all__ = [
     "referenced_files",
     "set_aside_files",
     "table_files",
+    "visible",
 ]
 
 #: Orphans younger than this are left alone: a concurrent commit may be about to add them.
@@ -230,8 +231,13 @@ def table_files(table: Table, store: ObjectStore | None = None) -> Iterator[List
 
     base = table.location().rstrip("/")
     for entry in (store or object_store(base, table.io)).walk(base):
-        parts = entry.location[len(base) :].strip("/").split("/")
-        if any(p.startswith(_HIDDEN) for p in parts) or parts[-1] == _VERSION_HINT:
-            continue
-        modified = time.time() if entry.modified is None else entry.modified
-        yield entry.location, entry.size, modified
+        if visible(base, entry.location):
+            modified = time.time() if entry.modified is None else entry.modified
+            yield entry.location, entry.size, modified
+
+
+def visible(root: str, location: str) -> bool:
+    """Whether a cleanup may consider the object ``location`` listed under the URL ``root``:
+    no hidden part (``.``/``_`` names) below the root, and not ``version-hint.text``."""
+    parts = location[len(root.rstrip("/")) :].strip("/").split("/")
+    return not any(p.startswith(_HIDDEN) for p in parts) and parts[-1] != _VERSION_HINT
