@@ -102,3 +102,20 @@ def test_each_packages_modification_time_is_read(info: dict[str, Any], expected:
 def test_s3a_and_s3n_name_the_objects_of_s3() -> None:
     assert location_key("s3a://b/k") == location_key("s3n://b/k") == "s3://b/k"
     assert location_key("S3://b/k") == "s3://b/k" and location_key("gs://b/k") == "gs://b/k"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "AWS Error NO_SUCH_KEY during GetObject operation: The specified key does not exist.",
+        "AWS Error RESOURCE_NOT_FOUND during GetObject operation: ",
+    ],
+)
+def test_an_object_removed_while_read_is_not_found(message: str) -> None:
+    from puffin.io.stores import gone_as_not_found
+
+    with pytest.raises(FileNotFoundError) as caught, gone_as_not_found("s3://b/k"):
+        raise OSError(message)
+    assert caught.value.filename == "s3://b/k"
+    with pytest.raises(OSError, match="SLOW_DOWN"), gone_as_not_found("s3://b/k"):
+        raise OSError("AWS Error SLOW_DOWN during GetObject operation")

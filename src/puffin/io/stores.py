@@ -19,7 +19,14 @@ from urllib.parse import urlparse
 
 from puffin.errors import MissingDependencyError, SetupError, StorageError
 
-__all__ = ["PACKAGES", "STORAGE_TIMEOUT_ENV", "fsspec_fs", "storage_errors", "storage_timeout"]
+__all__ = [
+    "PACKAGES",
+    "STORAGE_TIMEOUT_ENV",
+    "fsspec_fs",
+    "gone_as_not_found",
+    "storage_errors",
+    "storage_timeout",
+]
 
 #: Seconds a request to an object store may take to fail, all retries included.
 STORAGE_TIMEOUT_ENV = "PUFFIN_STORAGE_TIMEOUT"
@@ -93,6 +100,25 @@ def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
         ) from None
     except ValueError as exc:  # an unknown scheme
         raise FileNotFoundError(errno.ENOENT, f"cannot open this URL: {exc}", url) from None
+
+
+# How a store client's plain OSError says the object is not there.
+_GONE = ("NO_SUCH_KEY", "NoSuchKey", "RESOURCE_NOT_FOUND")
+
+
+@contextlib.contextmanager
+def gone_as_not_found(url: str) -> Iterator[None]:
+    """An object removed between a client's HEAD and its GET raises ``FileNotFoundError``
+    naming ``url``, as one missing from the start does (pyarrow's S3 client says
+    ``NO_SUCH_KEY`` or ``RESOURCE_NOT_FOUND`` in a plain ``OSError`` then)."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if not any(code in str(exc) for code in _GONE):
+            raise
+        raise FileNotFoundError(errno.ENOENT, "removed while it was read", url) from exc
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ marks a cleanup puts down before it deletes."""
 from __future__ import annotations
 
 import datetime
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ pytest.importorskip("moto")
 from _s3_server import CountingS3Server, running
 from puffin.errors import MissingDependencyError, WrittenFileGoneError
 from puffin.iceberg import add_files, remove_orphan_files, scan_table, verify_table
-from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX, new_mark
+from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX, mark_body, new_mark_location
 from puffin.io.listing import object_store
 
 LAKE = "lake"
@@ -72,6 +73,11 @@ def _objects(server: CountingS3Server, table: Any) -> set[str]:
     }
 
 
+def store_get(server: CountingS3Server, location: str) -> bytes:
+    key = location.removeprefix(f"s3://{LAKE}/")
+    return bytes(server.boto3().get_object(Bucket=LAKE, Key=key)["Body"].read())
+
+
 def _ids(table: Any) -> list[int]:
     return sorted(scan_table(table).to_arrow().column("id").to_pylist())
 
@@ -95,10 +101,11 @@ def test_every_orphan_is_listed_and_deleted_in_bulk(server: CountingS3Server, ta
     kinds = {"data": (2345, 2345 * 22), "manifest": (1, 22), "manifest-list": (1, 22)}
     assert done.deleted == kinds
     # three batches of at most 1,000 keys, and each batch's mark removed (in bulk too)
-    assert len(bulk) == 6 and done.requests["delete"] == 6 and done.requests["put"] == 3
-    assert _objects(server, table) == before - set(strays)
+    assert len(bulk) == 3 and done.requests["delete"] == 3 and done.requests["put"] == 6
+    marks = [o for o in _objects(server, table) if MARK_PREFIX in o]  # kept for the writers
+    assert _objects(server, table) - set(marks) == before - set(strays)
     assert set(hidden) <= _objects(server, table)
-    assert not [o for o in _objects(server, table) if MARK_PREFIX in o]
+    assert len(marks) == 3 and all(json.loads(store_get(server, m))["done"] for m in marks)
     assert _ids(table) == list(range(10)) and verify_table(table).problems == []
 
 
@@ -127,20 +134,22 @@ def test_an_s3a_spelling_of_a_live_file_is_no_orphan(server: CountingS3Server, t
 
 
 def test_a_commit_waits_for_a_mark_naming_its_file(server: CountingS3Server, table: Any) -> None:
-    """A cleanup's mark names the file a commit adds: the commit waits until the mark goes,
-    then commits the file that is still there, or fails when the cleanup deleted it."""
+    """A cleanup's mark names the file a commit adds: the commit waits until the mark is
+    done, then commits the file that is still there, or fails when the cleanup deleted it."""
     store = object_store(table.location(), table.io)
     for deleted in (False, True):
         [written] = _put(server, table, [f"data/marked-{deleted}.parquet"])
         sink = pa.BufferOutputStream()
         pq.write_table(pa.table({"id": pa.array([100], pa.int64())}, schema=SCHEMA), sink)
         store.put(written, sink.getvalue().to_pybytes())
-        mark, body = new_mark(table.location(), [written])
-        store.put(mark, body)
+        mark = new_mark_location(table.location())
+        store.put(mark, mark_body([written], done=False))
 
         def cleanup_finishes(mark: str = mark, written: str = written, deleted: bool = deleted):
             time.sleep(1.0)
-            store.delete([written, mark] if deleted else [mark])
+            if deleted:
+                store.delete([written])
+            store.put(mark, mark_body([written], done=True))
 
         helper = threading.Thread(target=cleanup_finishes)
         started = time.monotonic()
@@ -171,7 +180,6 @@ def test_the_command_line_reports_what_the_store_refused(
 ) -> None:
     """``puffin table remove-orphans --catalog NAME`` on the S3 table: the dry run lists the
     orphans; a delete the store refuses for one key exits 1 naming it, the rest deleted."""
-    import json
     import os
     import subprocess
     import sys

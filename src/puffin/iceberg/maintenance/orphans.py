@@ -42,7 +42,7 @@ from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_asid
 from puffin.iceberg.maintenance.orphans_store import (
     StoreDeletes,
     finish_on_store,
-    remove_dead_marks,
+    remove_old_marks,
 )
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
@@ -302,11 +302,11 @@ def _restore_set_aside(
 ) -> list[str]:
     """Put back what an interrupted cleanup set aside (a dry run only lists it): it then
     counts as what it is, an orphan or a file the table needs. On an object store, remove
-    the dead marks of killed cleanups instead (nothing was set aside there)."""
+    the marks older than an hour instead (nothing was set aside there)."""
     root = local_path(table.location())
     if root is None:
         if store is not None and not dry_run:
-            remove_dead_marks(table, store)
+            remove_old_marks(table, store)
         return []
     found = set_aside_files(root)
     if not dry_run:

@@ -5,15 +5,15 @@ deletes (:mod:`puffin.iceberg.maintenance.orphans`). An object store has no rena
 batch of up to 1,000 orphans (one S3 ``DeleteObjects`` request) goes:
 
 1. a mark naming the batch is written (:mod:`puffin.iceberg.metadata.cleanup_marks`): a
-   writer of this library that checks its files from now on waits for it to go;
+   writer of this library whose files it names asks for them before its commit;
 2. the references are read again: the catalog, and the metadata prefix for commits in
-   flight (a writer that checked before the mark has written its metadata file by then);
-   an orphan referenced now is kept;
-3. the rest is deleted in one request, if that is still within half the mark's life (else
-   the batch starts again with a new mark); each key the store did not delete is reported;
-4. the mark is removed.
+   flight; an orphan referenced now is kept;
+3. the rest is deleted in one request, if that is still within
+   :data:`~puffin.iceberg.metadata.cleanup_marks.DELETE_WITHIN` of step 1 (else the batch
+   starts again with a new mark); each key the store did not delete is reported;
+4. the mark is written again, done.
 
-Marks a killed cleanup left are removed by the next cleanup once they are dead.
+Marks are kept an hour for the writers; each cleanup removes the older ones first.
 """
 
 from __future__ import annotations
@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from puffin.iceberg.maintenance.guard import Deletions
-from puffin.iceberg.metadata.cleanup_marks import MARK_LIFE, is_live, marks_in, new_mark
+from puffin.iceberg.metadata.cleanup_marks import (
+    DELETE_WITHIN,
+    kept,
+    mark_body,
+    marks_in,
+    new_mark_location,
+)
 from puffin.iceberg.metadata.versions import newer_metadata
 from puffin.io.listing import BULK_DELETE_KEYS, Failed, ObjectStore, object_store
 from puffin.io.locations import location_key
@@ -34,10 +40,10 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.verify.orphans import Orphan
 
-__all__ = ["StoreDeletes", "StoreOutcome", "finish_on_store", "remove_dead_marks"]
+__all__ = ["StoreDeletes", "StoreOutcome", "finish_on_store", "remove_old_marks"]
 
 # A batch whose references took longer than this to read again starts over with a new mark.
-_DELETE_WITHIN_S = MARK_LIFE.total_seconds() / 2
+_DELETE_WITHIN_S = DELETE_WITHIN.total_seconds()
 _ATTEMPTS = 3
 
 
@@ -112,20 +118,20 @@ def _batch(
     outcome: StoreOutcome,
     deletes: StoreDeletes,
 ) -> None:
-    root = table.location()
+    names = [o.path for o in batch]
     for _ in range(_ATTEMPTS):
-        mark, body = new_mark(root, [o.path for o in batch])
+        mark = new_mark_location(table.location())
         started = time.monotonic()
-        store.put(mark, body)
+        store.put(mark, mark_body(names, done=False))
         try:
             again = references.now(table)
             doomed = [o for o in batch if location_key(o.path) not in again]
             if time.monotonic() - started > _DELETE_WITHIN_S:
-                continue  # a writer may take the mark for a dead one soon: mark again
+                continue  # writers stop waiting for this mark soon: mark again
             gone = deletes.delete(store, [o.path for o in doomed])
             failed = {f.location: f.reason for f in gone}
         finally:
-            store.delete([mark])  # a mark left behind dies on its own
+            store.put(mark, mark_body(names, done=True))
         outcome.kept_referenced += [o.path for o in batch if location_key(o.path) in again]
         for orphan in doomed:
             if orphan.path in failed:
@@ -141,10 +147,10 @@ def _batch(
     )
 
 
-def remove_dead_marks(table: Table, store: ObjectStore | None = None) -> list[str]:
-    """Remove the marks killed cleanups left (dead: see
-    :data:`~puffin.iceberg.metadata.cleanup_marks.MARK_LIFE`); their locations."""
+def remove_old_marks(table: Table, store: ObjectStore | None = None) -> list[str]:
+    """Remove the marks older than
+    :data:`~puffin.iceberg.metadata.cleanup_marks.MARK_RETENTION`; their locations."""
     store = store or object_store(table.location(), table.io)
-    dead = [m.location for m in marks_in(store, table.location()) if not is_live(m)]
-    store.delete(dead)
-    return dead
+    old = [m.location for m in marks_in(store, table.location()) if not kept(m)]
+    store.delete(old)
+    return old

@@ -1,36 +1,44 @@
-"""Marks an orphan cleanup on an object store puts down before it deletes: what writers check.
+"""Marks an orphan cleanup on an object store leaves of what it deletes: what writers check.
 
 On a local disk an orphan cleanup renames each file aside before it reads the table's
-references again, so a writer whose commit checks its files after that finds one missing
-and fails with nothing committed (:mod:`puffin.iceberg.metadata.presence`). An object store
-has no rename. Instead, before each bulk delete the cleanup writes a *mark*: a small hidden
-object ``<table location>/.puffin-cleanup-<id>.json`` naming the objects it is about to
-delete. Then it reads the references again (the catalog and the metadata prefix), deletes
-what is still unreferenced, and removes the mark.
+references again, and a commit checks that each file it adds exists before the catalog swap
+(:mod:`puffin.iceberg.metadata.presence`); a file set aside fails the commit with nothing
+committed. An object store has no rename, and a request per file would make every commit
+pay for the cleanups that rarely run. Instead a cleanup keeps a log of what it deletes, in
+*marks*: small hidden objects ``<table location>/.puffin-cleanup-<id>.json``, one per bulk
+delete, naming its objects. For each batch the cleanup
 
-A writer of this library, after writing its metadata file and before the catalog swap,
-first waits while a live mark names a file its commit adds (one listing request of the
-table's root when there is none), then checks that each of those files exists (one
-request each, in parallel: :mod:`puffin.iceberg.metadata.presence`):
+1. writes the mark (``"done": false``),
+2. reads the references again (the catalog and the metadata prefix: a commit whose
+   metadata file is written by then is seen, and its files kept),
+3. deletes what is still unreferenced, only within :data:`DELETE_WITHIN` of step 1 (else it
+   starts the batch again),
+4. writes the mark again with ``"done": true``.
 
-* a cleanup that read the references again after the metadata file was written sees the
-  commit in flight and keeps its files;
-* one that read them before put its mark down before that, so its delete is either over
-  when the writer looks (the file is missing: the commit fails with nothing committed) or
-  under way, and then its mark is live and waited for.
+Marks are kept for :data:`MARK_RETENTION`; later cleanups remove older ones. A commit of
+this library, after writing its metadata file and before the swap, lists the marks (one
+request, whatever the number of files) and reads the ones it has not read yet (a done mark
+never changes: each process reads it once). For each file it adds that a mark names, it
+waits until that mark is done (at most :data:`DELETE_WITHIN` and a margin from when it first
+saw it: after that its cleanup deletes nothing more), then asks for the file: a file gone
+fails the commit with nothing committed.
 
-A mark lives :data:`MARK_LIFE` at most: a cleanup deletes only within half of it after
-writing its mark (else it writes a new one and reads again), and a writer takes a mark
-older than that for a killed cleanup's and ignores it; the next cleanup removes it. The
-clocks of the writer and the store may differ by up to half of :data:`MARK_LIFE`.
+Why this is enough for this library's cleanups: one that read the references after the
+commit's metadata file was written keeps its files; one that read them before wrote its
+mark before that, so the commit's listing sees the mark. Left open: a write that takes
+longer than :data:`MARK_RETENTION` (its cleanup's mark may be gone when it commits), and
+deletes by anything else (Iceberg Java's cleanup, a user's ``rm``), which only a request per
+file would see.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -41,41 +49,58 @@ if TYPE_CHECKING:
     from puffin.io.listing import Listed, ObjectStore
 
 __all__ = [
-    "MARK_LIFE",
+    "DELETE_WITHIN",
     "MARK_PREFIX",
+    "MARK_RETENTION",
     "Mark",
-    "live_marks",
-    "marked_files",
-    "new_mark",
-    "wait_for_marks",
+    "is_mark",
+    "kept",
+    "mark_body",
+    "marked_by",
+    "marks_in",
+    "new_mark_location",
+    "settled",
 ]
 
-#: A mark older than this is a killed cleanup's: writers ignore it, the next cleanup
-#: removes it.
-MARK_LIFE = datetime.timedelta(minutes=10)
+#: A cleanup deletes a batch only this long after it started writing the batch's mark.
+DELETE_WITHIN = datetime.timedelta(seconds=60)
+#: Marks are kept this long (by the listing's time); later cleanups remove older ones.
+MARK_RETENTION = datetime.timedelta(hours=1)
 #: The name of every mark starts so, in the table's root (hidden: never an orphan).
 MARK_PREFIX = ".puffin-cleanup-"
-# How often a writer looks whether a mark naming its files is gone.
+# What a writer waits beyond DELETE_WITHIN for a mark not done: a delete request in flight.
+_MARGIN_S = 30.0
+# How often a writer reads a mark it waits for.
 _POLL_S = 0.2
+# Done marks each process keeps, by location.
+_READ: OrderedDict[str, Mark] = OrderedDict()
+_READ_SIZE = 4096
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Mark:
-    """One mark: its location and what it names, as :func:`location_key` keys."""
+    """One mark: its location, what it names (as :func:`location_key` keys), and whether its
+    delete is over."""
 
     location: str
     names: frozenset[str]
+    done: bool
 
 
-def new_mark(root: str, locations: Iterable[str]) -> tuple[str, bytes]:
-    """The location and bytes of a new mark under the table root ``root`` naming
-    ``locations``."""
+def new_mark_location(root: str) -> str:
+    """The location of a new mark under the table root ``root``."""
+    return f"{root.rstrip('/')}/{MARK_PREFIX}{uuid.uuid4().hex}.json"
+
+
+def mark_body(locations: Iterable[str], *, done: bool) -> bytes:
+    """The bytes of a mark naming ``locations``."""
     body = {
         "written": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "done": done,
         "deletes": sorted(location_key(loc) for loc in locations),
     }
-    name = f"{MARK_PREFIX}{uuid.uuid4().hex}.json"
-    return f"{root.rstrip('/')}/{name}", json.dumps(body).encode()
+    return json.dumps(body).encode()
 
 
 def is_mark(location: str) -> bool:
@@ -83,41 +108,57 @@ def is_mark(location: str) -> bool:
 
 
 def marks_in(store: ObjectStore, root: str) -> list[Listed]:
-    """The marks under the table root ``root``, live or dead (one listing request)."""
+    """The marks under the table root ``root`` (one listing request)."""
     return [entry for entry in store.children(root) if is_mark(entry.location)]
 
 
-def is_live(entry: Listed, now: float | None = None) -> bool:
-    """Whether a listed mark may still belong to a running cleanup."""
+def kept(entry: Listed, now: float | None = None) -> bool:
+    """Whether a listed mark is within :data:`MARK_RETENTION` (a mark without a time is)."""
     if entry.modified is None:
-        return True  # the store does not say: taken as new
+        return True
     now = time.time() if now is None else now
-    return now - entry.modified < MARK_LIFE.total_seconds()
+    return now - entry.modified < MARK_RETENTION.total_seconds()
 
 
-def live_marks(store: ObjectStore, root: str) -> list[Mark]:
-    """The live marks under ``root``, read (a mark removed meanwhile is left out)."""
-    found = []
+def marked_by(store: ObjectStore, root: str, locations: Iterable[str]) -> dict[str, Mark]:
+    """Each of ``locations`` a kept mark under ``root`` names, with that mark."""
+    wanted = {location_key(loc): loc for loc in locations}
+    found: dict[str, Mark] = {}
     for entry in marks_in(store, root):
-        if not is_live(entry):
+        if not kept(entry):
             continue
-        try:
-            body = json.loads(store.get(entry.location))
-        except FileNotFoundError:
-            continue  # its cleanup finished meanwhile
-        found.append(Mark(entry.location, frozenset(body.get("deletes", []))))
+        mark = _read(store, entry.location)
+        if mark is not None:
+            found.update((wanted[k], mark) for k in mark.names & wanted.keys())
     return found
 
 
-def marked_files(marks: Iterable[Mark], locations: Iterable[str]) -> list[str]:
-    """Those of ``locations`` that one of ``marks`` names."""
-    named = frozenset().union(*(m.names for m in marks))
-    return [loc for loc in locations if location_key(loc) in named]
-
-
-def wait_for_marks(store: ObjectStore, root: str, locations: list[str]) -> None:
-    """The first half of the writer's check (see the module's docstring): wait while a live
-    mark names one of ``locations`` (at most :data:`MARK_LIFE`, after which it is dead)."""
-    deadline = time.monotonic() + MARK_LIFE.total_seconds()
-    while marked_files(live_marks(store, root), locations) and time.monotonic() < deadline:
+def settled(store: ObjectStore, mark: Mark) -> None:
+    """Wait until ``mark`` is done, gone, or old enough that its cleanup deletes nothing
+    more (:data:`DELETE_WITHIN` and a margin from now: it was written before now)."""
+    deadline = time.monotonic() + DELETE_WITHIN.total_seconds() + _MARGIN_S
+    while not mark.done and time.monotonic() < deadline:
         time.sleep(_POLL_S)
+        again = _read(store, mark.location)
+        if again is None:
+            return
+        mark = again
+
+
+def _read(store: ObjectStore, location: str) -> Mark | None:
+    """The mark at ``location`` (``None``: removed meanwhile); a done one from memory."""
+    with _LOCK:
+        known = _READ.get(location)
+    if known is not None:
+        return known
+    try:
+        body = json.loads(store.get(location))
+    except FileNotFoundError:
+        return None
+    mark = Mark(location, frozenset(body.get("deletes", [])), bool(body.get("done")))
+    if mark.done:
+        with _LOCK:
+            _READ[location] = mark
+            while len(_READ) > _READ_SIZE:
+                _READ.popitem(last=False)
+    return mark

@@ -20,6 +20,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from puffin.io.stores import gone_as_not_found
+
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO
     from pyiceberg.manifest import DataFile, ManifestEntry, ManifestEntryStatus, ManifestFile
@@ -79,12 +81,15 @@ def _read_list(io: FileIO, manifest_list: str) -> list[ManifestFile]:
         PartitionFieldSummary,
     )
 
-    with AvroFile[ManifestFile](
-        io.new_input(manifest_list),
-        MANIFEST_LIST_FILE_SCHEMAS[3],
-        read_types={-1: ManifestFile, 508: PartitionFieldSummary},
-        read_enums={517: ManifestContent},
-    ) as reader:
+    with (
+        gone_as_not_found(manifest_list),
+        AvroFile[ManifestFile](
+            io.new_input(manifest_list),
+            MANIFEST_LIST_FILE_SCHEMAS[3],
+            read_types={-1: ManifestFile, 508: PartitionFieldSummary},
+            read_enums={517: ManifestContent},
+        ) as reader,
+    ):
         return list(reader)
 
 
@@ -245,12 +250,15 @@ def _read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
         ManifestEntryStatus,
     )
 
-    with AvroFile[ManifestEntry](
-        io.new_input(manifest.manifest_path),
-        MANIFEST_ENTRY_SCHEMAS[3],
-        read_types={-1: ManifestEntry, 2: DataFile},
-        read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
-    ) as reader:
+    with (
+        gone_as_not_found(manifest.manifest_path),
+        AvroFile[ManifestEntry](
+            io.new_input(manifest.manifest_path),
+            MANIFEST_ENTRY_SCHEMAS[3],
+            read_types={-1: ManifestEntry, 2: DataFile},
+            read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
+        ) as reader,
+    ):
         return [_inherit(entry, manifest, ManifestEntryStatus.ADDED) for entry in reader]
 
 

@@ -13,10 +13,10 @@ committed and the writer removes what it wrote.
 Inside the commit loop (:func:`~puffin.iceberg.metadata.commits.with_retries`) the files
 are the ones the attempt lists as written, plus those the caller names (data files written
 once, files registered by ``add_files``): a ``stat`` each. A commit outside the loop has its
-new snapshots' manifests read instead. On an object store, where
-a cleanup cannot rename, the commit first waits out the marks a cleanup puts down while
-it deletes (:mod:`puffin.iceberg.metadata.cleanup_marks`), then asks for each file, up to
-:data:`_CHECKS_AT_ONCE` requests at a time.
+new snapshots' manifests read instead. On an object store, where a cleanup cannot rename
+and a request per file would cost every commit, the commit reads the marks a cleanup
+leaves of what it deletes (:mod:`puffin.iceberg.metadata.cleanup_marks`: one listing
+request) and asks only for the files they name.
 """
 
 from __future__ import annotations
@@ -112,17 +112,30 @@ def require_added_files(
 
 
 def _check_on_store(root: str, io: FileIO, locations: list[str]) -> None:
-    """The object-store form of the check: wait out the cleanups deleting one of these
-    files right now, then ask for each (in parallel)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from puffin.iceberg.metadata.cleanup_marks import wait_for_marks
+    """The object-store form of the check: the files a cleanup's mark names, asked for once
+    its delete is over (:mod:`puffin.iceberg.metadata.cleanup_marks`); every file, when the
+    marks cannot be listed."""
+    from puffin.iceberg.metadata.cleanup_marks import marked_by, settled
     from puffin.io.listing import object_store
 
     try:
-        wait_for_marks(object_store(root, io), root, locations)
-    except MissingDependencyError:
-        pass  # a FileIO that cannot list, and no fsspec filesystem: no cleanup here can
+        store = object_store(root, io)
+    except MissingDependencyError:  # a FileIO that cannot list, and no fsspec filesystem
+        asked = locations
+    else:
+        named = marked_by(store, root, locations)
+        for mark in {m.location: m for m in named.values()}.values():
+            settled(store, mark)
+        asked = list(named)
+    if asked:
+        _ask(io, asked)
+
+
+def _ask(io: FileIO, locations: list[str]) -> None:
+    """Raise :class:`WrittenFileGoneError` for the first of ``locations`` that is gone (up to
+    :data:`_CHECKS_AT_ONCE` requests at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=_CHECKS_AT_ONCE) as pool:
         found = list(pool.map(lambda loc: io.new_input(loc).exists(), locations))
     for location, there in zip(locations, found, strict=True):

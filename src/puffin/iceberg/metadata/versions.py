@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffin.io.locations import local_path, location_key
+from puffin.io.stores import gone_as_not_found
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -180,7 +181,7 @@ class _Folder:
         if self.local is not None:
             with open(path, "rb") as f:
                 return f.read()
-        with self.io.new_input(path).open() as f:
+        with gone_as_not_found(path), self.io.new_input(path).open() as f:
             return bytes(f.read())
 
     def exists(self, path: str) -> bool:
