@@ -77,8 +77,14 @@ class ObjectStore:
     # -- listing --------------------------------------------------------------------------
 
     def walk(self, root: str) -> Iterator[Listed]:
-        """Every object under the folder URL ``root``, at any depth, in key order."""
+        """Every object under the folder URL ``root``, at any depth, in key order. On S3 a
+        page of 1,000 keys at a time (memory stays bounded, each page a request counted);
+        other stores list the whole prefix first."""
         base = root.rstrip("/")
+        if self.kind == "fsspec" and "s3" in _protocols(self.fs):
+            for path, size, modified in self._s3_pages(base):
+                yield Listed(self._url(base, path), size, modified)
+            return
         self.requests["list"] += 1
         with storage_errors(root):
             if self.kind == "arrow":
@@ -87,6 +93,22 @@ class ObjectStore:
                 entries = self._fsspec_entries(base, recursive=True)
         for path, size, modified in entries:
             yield Listed(self._url(base, path), size, modified)
+
+    def _s3_pages(self, base: str) -> Iterator[tuple[str, int, float | None]]:
+        """``ListObjectsV2`` page by page: ``(bucket/key, size, time)`` of each object (the
+        zero-byte ``key/`` objects that stand for folders left out)."""
+        bucket, _, key = self.fs._strip_protocol(base).partition("/")
+        request = {"Bucket": bucket, "Prefix": f"{key.rstrip('/')}/" if key else ""}
+        while True:
+            self.requests["list"] += 1
+            with storage_errors(base):
+                page = self.fs.call_s3("list_objects_v2", **request)
+            for obj in page.get("Contents", []):
+                if not obj["Key"].endswith("/"):
+                    yield f"{bucket}/{obj['Key']}", int(obj["Size"]), _seconds(obj)
+            if not page.get("IsTruncated"):
+                return
+            request["ContinuationToken"] = page["NextContinuationToken"]
 
     def children(self, folder: str) -> list[Listed]:
         """The objects directly in the folder URL ``folder`` (its sub-folders left out)."""

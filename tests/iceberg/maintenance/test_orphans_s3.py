@@ -92,6 +92,7 @@ def test_every_orphan_is_listed_and_deleted_in_bulk(server: CountingS3Server, ta
 
     dry = remove_orphan_files(table, dry_run=True, older_than=NOW)
     assert sorted(o.path for o in dry.orphans) == sorted(strays)
+    assert dry.requests == {"list": 3}  # about 2,360 objects: three pages of 1,000 keys
     assert _objects(server, table) == before
 
     server.log.clear()
@@ -208,3 +209,18 @@ def test_the_command_line_reports_what_the_store_refused(
     assert doc["failed"] == [{"path": strays[1], "reason": "AccessDenied: Access Denied"}]
     assert sorted(f["path"] for f in doc["files"]) == [strays[0], strays[2]]
     assert doc["requests"]["delete"] >= 1 and _objects(server, table) & set(strays) == {strays[1]}
+
+
+def test_a_pyarrow_filesystem_lists_and_deletes_alike(server: CountingS3Server, table: Any) -> None:
+    """Without s3fs, a PyArrowFileIO's own filesystem lists the same objects (and deletes
+    them one request each)."""
+    from puffin.io.listing import ObjectStore
+
+    strays = _put(server, table, ["data/a/x.parquet", "data/b.parquet", "metadata/c.avro"])
+    fsspec_store = object_store(table.location(), table.io)
+    arrow = ObjectStore(table.io.fs_by_scheme("s3", LAKE), "arrow")
+    walked = [(e.location, e.size) for e in arrow.walk(table.location())]
+    assert walked == [(e.location, e.size) for e in fsspec_store.walk(table.location())]
+    assert arrow.level(table.location() + "/data") == fsspec_store.level(table.location() + "/data")
+    assert arrow.delete(strays) == [] and arrow.requests["delete"] == 3
+    assert not set(strays) & _objects(server, table)

@@ -70,6 +70,8 @@ MARK_RETENTION = datetime.timedelta(hours=1)
 MARK_PREFIX = ".puffin-cleanup-"
 # What a writer waits beyond DELETE_WITHIN for a mark not done: a delete request in flight.
 _MARGIN_S = 30.0
+# Marks a writer reads at once, the first time it sees them.
+_READS_AT_ONCE = 16
 # How often a writer reads a mark it waits for.
 _POLL_S = 0.2
 # Done marks each process keeps, by location.
@@ -122,14 +124,15 @@ def kept(entry: Listed, now: float | None = None) -> bool:
 
 def marked_by(store: ObjectStore, root: str, locations: Iterable[str]) -> dict[str, Mark]:
     """Each of ``locations`` a kept mark under ``root`` names, with that mark."""
+    from concurrent.futures import ThreadPoolExecutor
+
     wanted = {location_key(loc): loc for loc in locations}
     found: dict[str, Mark] = {}
-    for entry in marks_in(store, root):
-        if not kept(entry):
-            continue
-        mark = _read(store, entry.location)
-        if mark is not None:
-            found.update((wanted[k], mark) for k in mark.names & wanted.keys())
+    listed = [entry.location for entry in marks_in(store, root) if kept(entry)]
+    with ThreadPoolExecutor(max_workers=_READS_AT_ONCE) as pool:
+        for mark in pool.map(lambda loc: _read(store, loc), listed):
+            if mark is not None:
+                found.update((wanted[k], mark) for k in mark.names & wanted.keys())
     return found
 
 
