@@ -45,6 +45,7 @@ REPORTS = {
     "bench_planning.py": "key deletes checked against the model",
     "bench_row_deletes.py": "full scan before any delete (the v2 base table):",
     "bench_s3.py": "puffin, s3fs, every blob (read_all)",
+    "bench_s3_orphans.py": "marks on the table: commit",
     "bench_scan.py": "stream growth/rg",
     "bench_spark.py": "puffin engine=auto",
     "bench_spark_compact.py": "local[1] / local[2]:",
