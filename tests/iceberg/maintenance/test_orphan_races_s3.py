@@ -37,7 +37,7 @@ from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX
 LAKE = "lake"
 #: Seconds a race runs: with 4, a writer that skipped its check before the swap lost no
 #: file in 3 races out of 3; with 10 it lost one in 6 of 6 races, then in 5 of 6 (the six
-#: local races).
+#: local races; 3 of these 4).
 S3_SECONDS = float(os.environ.get("PUFFIN_S3_RACE_SECONDS", "10"))
 #: Four of the local races: both table versions at zero grace, and a stream with a grace
 #: period of 3 s, not 1 (S3 gives an object's time to the second, and a stream's files take
