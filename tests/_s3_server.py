@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import random
 import re
+import socket
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,15 +56,50 @@ class Log:
             return list(self.requests)
 
 
+@dataclass
+class Faults:
+    """Requests the server fails on purpose: a ``rate`` of them, drawn from ``seed``, each
+    one of ``kinds``: ``500`` (InternalError), ``503`` (SlowDown), ``timeout`` (the answer
+    held back ``delay`` seconds, after the request took effect: a client that gave up does
+    not know it did) and ``drop`` (the connection closed with no answer, the request not
+    served). ``injected`` counts them by kind."""
+
+    rate: float
+    seed: int
+    kinds: tuple[str, ...] = ("500", "503", "timeout", "drop")
+    delay: float = 2.0
+    injected: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._lock = threading.Lock()
+
+    def draw(self) -> str | None:
+        with self._lock:
+            if self._rng.random() >= self.rate:
+                return None
+            kind = self._rng.choice(self.kinds)
+            self.injected[kind] += 1
+            return kind
+
+
+_ERRORS = {
+    "500": ("500 Internal Server Error", "InternalError", "We encountered an internal error."),
+    "503": ("503 Slow Down", "SlowDown", "Please reduce your request rate."),
+}
+
+
 class CountingS3Server:
     """moto's S3 on a free port of 127.0.0.1, behind a WSGI layer that logs each request.
 
     ``refused_deletes``: keys (as ``bucket/key``) a bulk delete leaves in place, answering
-    with an ``AccessDenied`` error for each, as S3 does for a key a policy protects."""
+    with an ``AccessDenied`` error for each, as S3 does for a key a policy protects.
+    ``faults``: requests failed on purpose (:class:`Faults`), while it is set."""
 
     def __init__(self) -> None:
         self.log = Log()
         self.refused_deletes: set[str] = set()
+        self.faults: Faults | None = None
         app = DomainDispatcherApplication(create_backend_app)
         self._server = make_server(
             "127.0.0.1", 0, self._counting(app), True, request_handler=_QuietHandler
@@ -73,6 +112,21 @@ class CountingS3Server:
         log = self.log
 
         def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+            fault = self.faults.draw() if self.faults is not None else None
+            if fault in _ERRORS:
+                status, code, message = _ERRORS[fault]
+                body = (f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code>"
+                        f"<Message>{message}</Message></Error>").encode()  # fmt: skip
+                start_response(status, [("Content-Type", "application/xml"),
+                                        ("Content-Length", str(len(body)))])  # fmt: skip
+                yield body
+                return
+            if fault == "drop":
+                sock = environ.get("werkzeug.socket")
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+                return
             refused = self._refuse(environ) if self.refused_deletes else []
             if refused:
                 start_response = _with_errors(start_response, refused)
@@ -88,6 +142,8 @@ class CountingS3Server:
                         len(body),
                     )
                 )
+            if fault == "timeout":
+                time.sleep(self.faults.delay if self.faults is not None else 0)
             yield _add_errors(body, refused) if refused else body
 
         return wsgi

@@ -470,7 +470,7 @@ def kill_when_writing():  # the first new data file appears: its writer dies mid
 threading.Thread(target=kill_when_writing, daemon=True).start()
 started = time.time()
 result = ps.rewrite_data_files(spark, table, min_deleted_fraction=0.0, statistics="none",
-                               target_file_size_bytes=1)
+                               target_file_size_bytes=32 * 1024)
 seconds = time.time() - started
 after = scan_table(result.table, selected_fields=fields).to_arrow().sort_by("id")
 print("RESULT " + json.dumps({
@@ -486,8 +486,9 @@ spark.stop()
 def test_a_killed_task_is_retried_and_leaves_no_file(tmp_path: Path) -> None:
     """On ``local[2,2]`` the Python workers are killed as the first new data file appears:
     Spark tries the tasks again, the job commits the retries' files, and the killed
-    attempts' half-written files are gone (found by their names, not by a listing). (Spark
-    notices a killed worker after about a minute, twice: the test takes two.)"""
+    attempts' half-written files are gone (found by their names, not by a listing). Files
+    of 32 KiB: a file is still being written when it appears (one byte made a file of each
+    row group, about 170,000 of them, and the test took four minutes)."""
     import os
     import subprocess
     import sys

@@ -25,14 +25,14 @@ pytest.importorskip("pyiceberg")
 pytest.importorskip("moto")
 
 from _s3_server import CountingS3Server, running
-from iceberg.maintenance.test_orphan_races import (
+from puffin.iceberg import create_sample_table, scan_table, upgrade_to_v3, verify_table
+from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX
+from tests.iceberg.maintenance.test_orphan_races import (
     FIRST_IDS,
     STRAYS,
     _lines,
     _spawn,
 )
-from puffin.iceberg import create_sample_table, scan_table, upgrade_to_v3, verify_table
-from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX
 
 LAKE = "lake"
 #: Seconds a race runs: with 4, a writer that skipped its check before the swap lost no
