@@ -121,7 +121,8 @@ class CountingS3Server:
                                         ("Content-Length", str(len(body)))])  # fmt: skip
                 yield body
                 return
-            if fault == "drop":
+            if fault == "drop":  # headers set, then no byte of them sent: the socket is shut
+                start_response("500 Internal Server Error", [("Content-Length", "0")])
                 sock = environ.get("werkzeug.socket")
                 if sock is not None:
                     with contextlib.suppress(OSError):

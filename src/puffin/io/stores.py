@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
-from collections.abc import Iterator
-from typing import Any
+import re
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import urlparse
 
 from puffin.errors import MissingDependencyError, SetupError, StorageError
@@ -24,8 +26,10 @@ __all__ = [
     "STORAGE_TIMEOUT_ENV",
     "fsspec_fs",
     "gone_as_not_found",
+    "says_store_failures",
     "storage_errors",
     "storage_timeout",
+    "store_failed",
 ]
 
 #: Seconds a request to an object store may take to fail, all retries included.
@@ -100,6 +104,55 @@ def fsspec_fs(url: str, io: Any) -> tuple[Any, str]:
         ) from None
     except ValueError as exc:  # an unknown scheme
         raise FileNotFoundError(errno.ENOENT, f"cannot open this URL: {exc}", url) from None
+
+
+# How a store client says a request failed on the store's side or on the way, after its own
+# retries: pyarrow's AWS errors (its curl layer too) and botocore's error codes.
+_FAILED = re.compile(
+    r"AWS Error (INTERNAL_FAILURE|SLOW_DOWN|SERVICE_UNAVAILABLE|NETWORK_CONNECTION|"
+    r"REQUEST_TIMEOUT|THROTTLING|UNKNOWN \(HTTP status 5\d\d\))|curlCode: \d+|"
+    r"\b(InternalError|SlowDown|ServiceUnavailable|RequestTimeout)\b"
+)
+
+
+def store_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` is an object store failing a request (a 5xx answer, throttling, a
+    timeout or a dropped connection) once its client gave up retrying."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _UNREACHABLE:
+        return True
+    return isinstance(exc, OSError) and bool(_FAILED.search(str(exc)))
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_NOTHING_COMMITTED = "nothing was committed; run it again"
+
+
+def says_store_failures(
+    job: str, then: str = _NOTHING_COMMITTED
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A job whose object store fails a request (:func:`store_failed`) raises
+    :class:`StorageError` naming the job, the store's answer and ``then``: what it means
+    for the table."""
+
+    def wrap(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(function)
+        def job_call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return function(*args, **kwargs)
+            except OSError as exc:
+                if isinstance(exc, StorageError) or not store_failed(exc):
+                    raise
+                first = str(exc).strip().splitlines()[0]
+                raise StorageError(
+                    f"{job} stopped: the object store failed a request after its client's "
+                    f"retries ({first}); {then}"
+                ) from exc
+
+        return job_call
+
+    return wrap
 
 
 # How a store client's plain OSError says the object is not there.

@@ -36,6 +36,7 @@ from puffin.iceberg.writes.rewrite import (
     scoped_position_deletes,
     target_file_size,
 )
+from puffin.io.stores import says_store_failures
 from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ def require_v2_or_v3(table: Table, action: str) -> None:
         )
 
 
+@says_store_failures("delete_rows")
 def delete_rows(
     table: Table,
     where: BooleanExpression | str,

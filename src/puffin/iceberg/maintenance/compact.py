@@ -52,6 +52,7 @@ from puffin.iceberg.scan.plan import PlannedFile
 from puffin.iceberg.scan.row_filter import check_where
 from puffin.iceberg.writes.append import statistics_left
 from puffin.iceberg.writes.rewrite import Groups, rewrite_files, target_file_size
+from puffin.io.stores import says_store_failures
 
 if TYPE_CHECKING:
     from pyiceberg.expressions import BooleanExpression
@@ -132,6 +133,7 @@ class CompactOptions:
             )
 
 
+@says_store_failures("rewrite_data_files")
 def rewrite_data_files(
     table: Table,
     *,

@@ -35,6 +35,7 @@ from puffin.iceberg.metadata.v3 import checks_requirements_here, commit
 from puffin.iceberg.metadata.versions import newer_metadata, still_there
 from puffin.iceberg.verify.orphans import kind_of, reachable_files
 from puffin.io.locations import location_key
+from puffin.io.stores import says_store_failures
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -80,6 +81,7 @@ class ExpireResult:
         return sum(n for n, _ in self.deleted.values())
 
 
+@says_store_failures("expire_snapshots")
 def expire_snapshots(
     table: Table,
     *,
@@ -177,7 +179,11 @@ def _delete_unreached(
     reaches (a commit in flight, or another catalog writing to the same folder). A commit in
     flight that loses its race removes its manifest list and then its metadata file, so one
     is not read but waited for, with a backoff, until it lands or goes."""
-    expired = _expired_files(table, old, removed)
+    try:
+        expired = _expired_files(table, old, removed)
+    except OSError as exc:  # the expiry stands; what it could not read is orphans now
+        _warn_store_failed(committed, exc, "the files the expired snapshots reached")
+        return []
     try:
         for number in range(1, _SETTLE_ATTEMPTS + 1):
             live = _live_files(committed, wait=number < _SETTLE_ATTEMPTS)
@@ -200,6 +206,9 @@ def _delete_unreached(
             f"{table_command(committed, 'remove-orphans', '--delete')} "
             "(remove_orphan_files) removes them",
         ) from exc
+    except OSError as exc:  # the store failed after the commit: the expiry stands
+        _warn_store_failed(committed, exc, f"up to {len(expired)} of those files")
+        return sorted(expired)
     warnings.warn(
         f"{len(expired)} files only the expired snapshots reached were kept: a metadata file "
         "newer than the catalog's could not be read; "
@@ -208,6 +217,15 @@ def _delete_unreached(
         stacklevel=3,
     )
     return sorted(expired)
+
+
+def _warn_store_failed(committed: Table, exc: OSError, what: str) -> None:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    warnings.warn(
+        f"the expiry committed, but {what} were not deleted: the object store failed "
+        f"({first}); {table_command(committed, 'remove-orphans', '--delete')} removes them",
+        stacklevel=4,
+    )
 
 
 def _live_files(committed: Table, wait: bool) -> set[str] | None:

@@ -63,6 +63,7 @@ from puffin.iceberg.verify.orphans import (
 )
 from puffin.io.listing import ObjectStore, object_store
 from puffin.io.locations import local_path, location_key
+from puffin.io.stores import says_store_failures
 from puffin.support.durations import as_written
 
 if TYPE_CHECKING:
@@ -158,6 +159,23 @@ def remove_orphan_files(
     cutoff = check_grace_period(older_than, not dry_run, allow_short_grace_period)
     if not dry_run:
         require_writable_location(table, catalog=False)  # a read-only mount: say so first
+    return _remove(table, cutoff, dry_run, allow_prefixes, lister, finisher, store_deletes)
+
+
+@says_store_failures(
+    "orphan cleanup",
+    "nothing the table references was deleted (orphans deleted before it are gone); run it again",
+)
+def _remove(
+    table: Table,
+    cutoff: datetime.datetime,
+    dry_run: bool,
+    allow_prefixes: Iterable[str],
+    lister: Lister | None,
+    finisher: Finisher,
+    store_deletes: StoreDeletes,
+) -> OrphanResult:
+    """:func:`remove_orphan_files` once its arguments are checked."""
     table = table.refresh()
     store = None if local_path(table.location()) else object_store(table.location(), table.io)
     protected = _protected(table)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from puffin.errors import (
     CommitConflictError,
     InterruptedAfterCommit,
+    StorageError,
     TableFileNotFoundError,
     UsageError,
 )
@@ -31,6 +32,7 @@ from puffin.iceberg.catalog.sqlite import (
 )
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import committing, file_gone, missing_location, vanished
+from puffin.io.stores import store_failed
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -109,6 +111,8 @@ def with_retries(
             _discard(table, [*written, *(kept if last else ())], exc)
             if gone is not None:  # a cleanup beside the writer took it: nothing committed
                 raise file_gone(gone) from exc
+            if not retry and store_failed(exc):
+                raise _store_failure(table, exc) from exc
             if not retry:
                 raise
             if last:
@@ -246,6 +250,19 @@ def backoff(attempt: int, cap: float = MAX_BACKOFF_S) -> float:
     against herds."""
     wait = BACKOFF_S * (2 ** min(attempt - 1, 16))
     return float(min(wait, cap) * (1 + random.random()))
+
+
+def _store_failure(table: Table, exc: BaseException) -> StorageError:
+    """The object store failed the write (after its client's own retries): said so, with
+    what it means for the table."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StorageError(
+        f"the object store failed a request of this write after its client's retries "
+        f"({first}); nothing was committed and the files written for it were removed where "
+        f"the store allowed ({table_command(table, 'remove-orphans', '--delete')} removes any "
+        "left); run it again, or give the client more retries (pyiceberg's "
+        "s3.retry-strategy-impl, botocore's AWS_MAX_ATTEMPTS)"
+    )
 
 
 def _discard(table: Table, locations: Sequence[str], exc: BaseException) -> None:

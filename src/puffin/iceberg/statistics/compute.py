@@ -26,6 +26,7 @@ from puffin.iceberg.scan.columns import (
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.rows import RowReader
 from puffin.iceberg.statistics.files import MAX_ATTEMPTS, write_statistics_file
+from puffin.io.stores import says_store_failures
 from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ def sketch_files(
     return sketch_parts(parts, types, lg_k=lg_k, on_batch=on_batch).sketches
 
 
+@says_store_failures("compute_table_statistics")
 def compute_table_statistics(
     table: Table,
     *,

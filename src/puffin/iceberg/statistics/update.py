@@ -26,6 +26,7 @@ from puffin.iceberg.statistics.files import (
     read_table_statistics,
     write_statistics_file,
 )
+from puffin.io.stores import says_store_failures
 from puffin.support.progress import Progress
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["base_statistics", "removes_rows", "update_table_statistics"]
 
 
+@says_store_failures("update_table_statistics")
 def update_table_statistics(
     table: Table,
     *,

@@ -30,6 +30,7 @@ from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import file_gone, missing_location
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.writes.schema import conform
+from puffin.io.stores import says_store_failures
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 
+@says_store_failures("append")
 def append(
     table: Table,
     data: pa.Table | pa.RecordBatchReader,
