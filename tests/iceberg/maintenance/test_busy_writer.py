@@ -25,6 +25,7 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
+from _processes import wait_all
 from peers import read_duckdb, read_iceberg_rust, read_pyiceberg
 from puffin.iceberg import (
     create_sample_table,
@@ -69,13 +70,7 @@ def _race(
             log = logs[name][0 if command[0] == "writer" else 1]
             argv = [*base, *command, str(SECONDS), str(rng.randrange(2**31)), str(log)]
             procs.append(subprocess.Popen(argv, stderr=subprocess.PIPE))
-    try:
-        errors = [p.communicate(timeout=SECONDS + 300)[1] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    errors = wait_all(procs, SECONDS + 300)
     for p, err in zip(procs, errors, strict=True):
         assert p.returncode == 0, err.decode()[-3000:]
     return {name: (_lines(w), _lines(j), wh) for name, (w, j, wh) in logs.items()}

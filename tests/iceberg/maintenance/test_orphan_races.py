@@ -26,6 +26,7 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
+from _processes import wait_all
 from peers.pyiceberg_scan import read_pyiceberg
 from puffin.iceberg import (
     create_sample_table,
@@ -101,14 +102,7 @@ def race(
     writer_log, cleaner_log = tmp_path / "writer.jsonl", tmp_path / "cleaner.jsonl"
     writer = _spawn("writer", warehouse, mode, rng.randrange(2**31), writer_log)
     cleaner = _spawn("cleaner", cleaned, str(grace), rng.randrange(2**31), cleaner_log)
-    try:
-        _, writer_err = writer.communicate(timeout=SECONDS + 120)
-        _, cleaner_err = cleaner.communicate(timeout=SECONDS + 120)
-    finally:
-        for proc in (writer, cleaner):
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    writer_err, cleaner_err = wait_all([writer, cleaner], SECONDS + 120)
     assert writer.returncode == 0, writer_err
     assert cleaner.returncode == 0, cleaner_err
     rounds, runs = _lines(writer_log), _lines(cleaner_log)

@@ -24,6 +24,7 @@ import pytest
 pytest.importorskip("pyiceberg")
 pytest.importorskip("moto")
 
+from _processes import wait_all
 from _s3_server import CountingS3Server, running
 from puffin.iceberg import create_sample_table, scan_table, upgrade_to_v3, verify_table
 from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX
@@ -104,13 +105,7 @@ def _race(server: CountingS3Server, tmp_path: Path, mode: str, v3: bool, grace: 
         _spawn("writer", spec, mode, rng.randrange(2**31), writer_log, S3_SECONDS),
         _spawn("cleaner", spec, str(grace), rng.randrange(2**31), cleaner_log, S3_SECONDS),
     ]
-    try:
-        errors = [p.communicate(timeout=S3_SECONDS + 180)[1] for p in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    errors = wait_all(procs, S3_SECONDS + 180)
     assert [p.returncode for p in procs] == [0, 0], errors
     rounds, runs = _lines(writer_log), _lines(cleaner_log)
     model = set(range(FIRST_IDS))

@@ -1,0 +1,20 @@
+"""Processes a test starts beside each other (writers, cleaners, jobs): waited for together,
+and none left running whatever happens."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+
+def wait_all(procs: Sequence[subprocess.Popen[Any]], timeout: float) -> list[Any]:
+    """Each process's standard error once it has ended (``timeout`` seconds each at most);
+    any still running when this returns or raises is killed."""
+    try:
+        return [p.communicate(timeout=timeout)[1] for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
