@@ -155,7 +155,7 @@ _LZ4_FLG_CONTENT_SIZE = 0x08
 # write an empty frame that declares its size.  This is that frame, built by hand: magic,
 # FLG 0x68 (version 1, independent blocks, content size), BD 0x40, size 0, header checksum
 # 0x05 (second byte of XXH32 of the descriptor), end mark.  liblz4 decodes it to b"".
-_LZ4_EMPTY_FRAME = bytes.fromhex("04224D18684000000000000000000500000000")
+_LZ4_EMPTY_FRAME = bytes.fromhex("04224D18" "6840" "0000000000000000" "05" "00000000")
 
 
 class Lz4Codec:
@@ -206,16 +206,16 @@ class Lz4Codec:
         want = declared + 1
         source = bytes(view)
         try:
-            out: bytes | bytearray = decompressor.decompress(source, max_length=min(want, _CHUNK))
+            out: bytes | bytearray = decompressor.decompress(
+                source, max_length=min(want, _CHUNK)
+            )
             if len(out) == _CHUNK and want > _CHUNK:
                 out = _lz4_rest(decompressor, source, out, want, exact=exact)
         except RuntimeError as exc:  # lz4 reports frame errors as RuntimeError
             raise CodecError(f"corrupt LZ4 frame: {exc}") from None
         if len(out) != declared:
-            raise CodecError(
-                f"LZ4 frame declares {declared} bytes of content but holds "
-                f"{'more' if len(out) > declared else len(out)}"
-            )
+            raise CodecError(f"LZ4 frame declares {declared} bytes of content but holds "
+                             f"{'more' if len(out) > declared else len(out)}")
         if not decompressor.eof:
             raise CodecError("LZ4 frame is truncated or holds more than its content size")
         if decompressor.unused_data:

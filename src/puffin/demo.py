@@ -181,18 +181,14 @@ def _append(table: Any, rows: int) -> tuple[Any, int]:
     day = sample_batch(rows, start=10**9, seed=1)  # ids past the table's
     table = append(table, day)  # statistics="update": only the new rows are sketched
     snapshot = table.current_snapshot()
-    _say(
-        f"      committed snapshot {snapshot.snapshot_id}: {rows:,} rows, row ids from "
-        f"{snapshot.first_row_id:,}"
-    )
+    _say(f"      committed snapshot {snapshot.snapshot_id}: {rows:,} rows, row ids from "
+         f"{snapshot.first_row_id:,}")
     after = _counts(table)
     _say(f"      after:  {after}")
     stats = read_table_statistics(table)
     bound = any(c.blob.properties.get(NDV_UPPER_BOUND) for c in stats)
-    _say(
-        f"      statistics for snapshot {stats.snapshot_id}: step 2's sketches unioned with "
-        f"the new rows'{' (an upper bound after the delete, flagged)' if bound else ''}"
-    )
+    _say(f"      statistics for snapshot {stats.snapshot_id}: step 2's sketches unioned with "
+         f"the new rows'{' (an upper bound after the delete, flagged)' if bound else ''}")
     problems = 0
     duck = before.duckdb is None or after.duckdb == before.duckdb + rows
     if after.pyiceberg != before.pyiceberg + rows or not duck:

@@ -303,6 +303,7 @@ class CatalogLockedError(TableError):
     the files written for the commit were removed; the message names the database."""
 
 
+
 class InterruptedAfterCommit(KeyboardInterrupt):
     """Ctrl-C or SIGTERM arrived once the commit had landed: the table has the new snapshot.
 

@@ -103,7 +103,9 @@ def parse_footer_struct(tail: bytes | memoryview, *, file_size: int) -> FooterSt
             offset=struct_offset + 4,
         )
     if payload_size < 0:
-        raise InvalidFileError(f"negative footer payload size {payload_size}", offset=struct_offset)
+        raise InvalidFileError(
+            f"negative footer payload size {payload_size}", offset=struct_offset
+        )
     return FooterStruct(payload_size=payload_size, compressed=bool(flags & FOOTER_COMPRESSED_FLAG))
 
 

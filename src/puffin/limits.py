@@ -56,14 +56,8 @@ class Limits:
     max_theta_entries: int = 1 << 23
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_footer_size",
-            "max_blob_size",
-            "max_decompressed_size",
-            "max_json_depth",
-            "max_json_values",
-            "max_theta_entries",
-        ):
+        for name in ("max_footer_size", "max_blob_size", "max_decompressed_size",
+                     "max_json_depth", "max_json_values", "max_theta_entries"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"Limits.{name} must be a non-negative int, got {value!r}")

@@ -125,7 +125,9 @@ class FileMetadata:
         return _file(footer_from_json(doc, check_text=check_text))
 
 
-def parse_payload(payload: str | bytes | bytearray | memoryview, limits: Limits) -> FileMetadata:
+def parse_payload(
+    payload: str | bytes | bytearray | memoryview, limits: Limits
+) -> FileMetadata:
     """The footer payload's metadata through :func:`puffin.footer.parse`; raises
     :class:`puffin.footer.PayloadError` for a fault at a known byte of the payload."""
     return _file(footer.parse(payload, limits))

@@ -74,7 +74,9 @@ class PuffinReader:
         try:
             self.file_size = self._source.size
             self.name = self._source.name
-            self.metadata, self.footer_size, self.footer_compressed = self._read_footer(footer_size)
+            self.metadata, self.footer_size, self.footer_compressed = self._read_footer(
+                footer_size
+            )
             self._validate_blobs()
         except BaseException:
             self.close()
@@ -382,4 +384,6 @@ def open(
         with puffin.open("stats.puffin") as reader:
             payloads = [reader.read_blob(b) for b in reader.blobs]
     """
-    return PuffinReader(source, file_size=file_size, footer_size=footer_size, limits=limits, io=io)
+    return PuffinReader(
+        source, file_size=file_size, footer_size=footer_size, limits=limits, io=io
+    )

@@ -24,7 +24,6 @@ from puffin.metadata import CREATED_BY, BlobMetadata, FileMetadata
 
 __all__ = ["PuffinWriter", "create"]
 
-
 class PuffinWriter:
     """Writes one Puffin file.  Use :func:`puffin.create` to make one.
 
@@ -269,6 +268,5 @@ def create(
             writer.add_blob(b"...", type="my-type", fields=[1])
         print(writer.file_size, writer.footer_size)
     """
-    return PuffinWriter(
-        target, created_by=created_by, properties=properties, compress_footer=compress_footer, io=io
-    )
+    return PuffinWriter(target, created_by=created_by, properties=properties,
+                        compress_footer=compress_footer, io=io)

@@ -150,6 +150,7 @@ def check_blob(data: bytes, meta: BlobMetadata, index: int) -> None:
         check(data, meta, index)
 
 
+
 def verify_file(source: Source, *, limits: Limits | None = None) -> list[Problem]:
     """Check a Puffin file against every rule this library knows; ``[]`` means valid.
 

@@ -309,7 +309,6 @@ def _json_error(command: str | None, exc: BaseException, status: int) -> None:
 def _terminate_as_interrupt() -> Iterator[None]:
     """SIGTERM ends a command as Ctrl-C does (a ``KeyboardInterrupt``): its cleanup runs and
     it says what it committed, instead of the process vanishing mid-write."""
-
     def interrupt(signum: int, frame: Any) -> None:
         _SIGNALLED.append(signum)
         raise KeyboardInterrupt(f"signal {signum}")

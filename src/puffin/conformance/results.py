@@ -30,7 +30,6 @@ TIERS = ("container", "deletion-vector", "theta", "writer", "captured", "table")
 #: Positions up to this many are listed in expected results; above, a digest and the count.
 MAX_LISTED_POSITIONS = 2000
 
-
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

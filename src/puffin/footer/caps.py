@@ -81,7 +81,8 @@ def _exact_scan(payload: bytes, limits: Limits) -> tuple[PuffinError, int] | Non
 def too_deep(cap: int) -> InvalidFooterError:
     """The error for nesting past ``cap`` levels, on either parsing path."""
     return InvalidFooterError(
-        f"footer payload JSON is nested too deeply: more than {cap} levels (Limits.max_json_depth)"
+        f"footer payload JSON is nested too deeply: more than {cap} levels "
+        "(Limits.max_json_depth)"
     )
 
 

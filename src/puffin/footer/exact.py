@@ -36,25 +36,19 @@ def parse_exact(
         try:
             text = str(data, "utf-8")
         except UnicodeDecodeError as exc:
-            raise PayloadError(
-                InvalidFooterError(f"footer payload is not valid UTF-8: {exc.reason}"), exc.start
-            ) from None
+            raise PayloadError(InvalidFooterError(
+                f"footer payload is not valid UTF-8: {exc.reason}"), exc.start) from None
     violation = None if checked else json_cap_violation(data, limits)
     if violation is not None:
         raise PayloadError(*violation)
     try:
-        doc = json.loads(
-            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant
-        )
+        doc = json.loads(text, object_pairs_hook=_no_duplicate_keys,
+                         parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         position = len(text[: exc.pos].encode("utf-8", "surrogatepass"))
-        raise PayloadError(
-            InvalidFooterError(
-                f"footer payload is not valid JSON: {exc.msg} at line {exc.lineno} column "
-                f"{exc.colno}"
-            ),
-            position,
-        ) from None
+        raise PayloadError(InvalidFooterError(
+            f"footer payload is not valid JSON: {exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}"), position) from None
     except RecursionError:  # only with max_json_depth raised into the thousands
         raise InvalidFooterError("footer payload JSON is nested too deeply") from None
     except PuffinError as exc:  # a duplicate key or NaN/Infinity, from the parser's hooks
@@ -68,7 +62,9 @@ def parse_exact(
         )
         raise PayloadError(error, byte_position(text, r"-?\d{4301,}")) from None
     # Only a \\uD800-\\uDFFF escape can put an unpaired surrogate into the parsed strings.
-    return footer_from_json(doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text)))
+    return footer_from_json(
+        doc, check_text=raw_surrogates or bool(_SURROGATE_ESCAPE.search(text))
+    )
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -17,16 +17,8 @@ from typing import Any, NamedTuple
 from puffin.errors import InvalidFooterError
 
 __all__ = [
-    "INT32_MAX",
-    "INT32_MIN",
-    "INT64_MAX",
-    "INT64_MIN",
-    "Footer",
-    "blob_attrs",
-    "blob_json",
-    "footer_from_json",
-    "footer_json",
-    "json_type",
+    "INT32_MAX", "INT32_MIN", "INT64_MAX", "INT64_MIN", "Footer", "blob_attrs", "blob_json",
+    "footer_from_json", "footer_json", "json_type",
 ]
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1

@@ -87,8 +87,7 @@ def _decoder() -> Any:
         rename="kebab",
     )
     footer = msgspec.defstruct(
-        "Footer",
-        [("blobs", list[blob]), ("properties", raw, msgspec.Raw())],  # type: ignore[valid-type]
+        "Footer", [("blobs", list[blob]), ("properties", raw, msgspec.Raw())]  # type: ignore[valid-type]
     )
     return msgspec.json.Decoder(footer), msgspec
 
@@ -142,16 +141,8 @@ def _require_utf8(data: bytes | bytearray) -> None:
             raise PayloadError(error, start - held + exc.start) from None
 
 
-_BLOB_KEYS = (
-    b"type",
-    b"fields",
-    b"snapshot-id",
-    b"sequence-number",
-    b"offset",
-    b"length",
-    b"compression-codec",
-    b"properties",
-)
+_BLOB_KEYS = (b"type", b"fields", b"snapshot-id", b"sequence-number", b"offset", b"length",
+              b"compression-codec", b"properties")
 _SPACE_BEFORE_COLON = re.compile(rb'"\s+:')
 
 
@@ -171,7 +162,8 @@ def _may_repeat_blob_keys(data: bytes | bytearray, footer: Any) -> bool:
         len(footer.properties) > 0
     )
     return any(
-        data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":') > held[k] for k in _BLOB_KEYS
+        data.count(b'"' + k + b'":') - data.count(b'\\"' + k + b'":') > held[k]
+        for k in _BLOB_KEYS
     )
 
 
@@ -283,7 +275,9 @@ def _checked(footer: Any, limits: Limits) -> Footer:
         try:
             blobs.extend(footer_from_json({"blobs": docs}, check_text=False).blobs)
         except PuffinError:  # again one by one, for the blob's index in the file
-            blobs.extend(blob_attrs(d, blob_index=start + i) for i, d in enumerate(docs))
+            blobs.extend(
+                blob_attrs(d, blob_index=start + i) for i, d in enumerate(docs)
+            )
     properties = {}
     if len(footer.properties):
         properties = _value(footer.properties, limits, None, "properties")

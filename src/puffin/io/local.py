@@ -131,13 +131,9 @@ class _PathSource:
 
 
 def _kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
+    for test, kind in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
         if test(mode):
             return kind
     return "a special file"
@@ -152,11 +148,9 @@ class _FileObjectSource:
         self._lock = threading.Lock()
         self.name = getattr(fileobj, "name", None)
         if not isinstance(self.name, str):
-            self.name = (
-                getattr(fileobj, "path", None)
-                if isinstance(getattr(fileobj, "path", None), str)
-                else None
-            )
+            self.name = getattr(fileobj, "path", None) if isinstance(
+                getattr(fileobj, "path", None), str
+            ) else None
         if file_size is None:
             with self._lock:
                 file_size = fileobj.seek(0, os.SEEK_END)

@@ -41,7 +41,6 @@ __all__ = [
 # also the part size.  S3 needs parts of at least 5 MiB.
 UPLOAD_BUFFER_SIZE = 64 << 20
 
-
 def is_input_file(obj: object) -> bool:
     """A pyiceberg ``InputFile`` (duck-typed: a location it can ``open``, no ``read``)."""
     return (
@@ -299,3 +298,5 @@ def protocols(fs: Any) -> tuple[str, ...]:
 
 def aborts_uploads(fs: Any) -> bool:
     return any(p in _ABORTABLE for p in protocols(fs))
+
+

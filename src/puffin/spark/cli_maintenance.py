@@ -110,6 +110,7 @@ def _rewrite_deletes(args: argparse.Namespace, run: Runner) -> int:
     size = rewrite_deletes_size(args)
     from puffin.spark.rewrite_deletes import rewrite_position_delete_files
 
+
     def job(spark: SparkSession, table: Table) -> Any:
         return rewrite_position_delete_files(spark, table, target_file_size_bytes=size)
 

@@ -152,7 +152,10 @@ def _bin_rows(table: Table, snapshot: Snapshot, bins: Sequence[FileGroup]) -> pa
     from puffin.iceberg.scan.lineage import file_lineage
 
     lineage = file_lineage(table, snapshot) if table.metadata.format_version >= 3 else None
-    payloads = [pickle.dumps((key, files, _lineage_of(lineage, files))) for key, files in bins]
+    payloads = [
+        pickle.dumps((key, files, _lineage_of(lineage, files)))
+        for key, files in bins
+    ]
     return pa.table({
         "bin": pa.array(range(len(bins)), pa.int32()),
         "payload": pa.array(payloads, pa.binary()),

@@ -25,16 +25,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "ExecutorPython",
-    "check_executors",
-    "python_tasks",
-    "require_executors",
-    "worker_errors",
+    "ExecutorPython", "check_executors", "python_tasks", "require_executors", "worker_errors",
 ]
 
 # Compiled into a module of its own that nobody can import: cloudpickle then sends the
 # function's code, not a reference to a module the executors may not have.
-_PROBE = """
+_PROBE = '''
 def probe(_):
     import json, sys
     found = {"python": sys.executable, "python_version": sys.version.split()[0],
@@ -47,7 +43,7 @@ def probe(_):
     except BaseException as exc:
         found["error"] = f"{type(exc).__name__}: {exc}"
     return json.dumps(found)
-"""
+'''
 
 _CHECKED: weakref.WeakKeyDictionary[Any, ExecutorPython] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()

@@ -72,7 +72,8 @@ def _error(message: str, at: int, location: str | None) -> DeletionVectorError:
 def _need(at: int, count: int, end: int, what: str, location: str | None) -> None:
     if at + count > end:
         raise _error(
-            f"Roaring bitmap truncated: {what} needs {count} bytes, only {max(end - at, 0)} remain",
+            f"Roaring bitmap truncated: {what} needs {count} bytes, "
+            f"only {max(end - at, 0)} remain",
             at,
             location,
         )

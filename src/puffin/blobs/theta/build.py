@@ -320,6 +320,7 @@ def dedupe_small_range(part: SerializedValues) -> SerializedValues:
     return type(part)(t, distinct.view(np.uint8).reshape(-1, width), None, None)
 
 
+
 def add_in_chunks(acc: Accumulator, part: SerializedValues, worker: Worker, step: int) -> int:
     """Hash ``part`` into ``acc`` in chunks of ``step`` rows growing to ``CHUNK_ROWS``.
 
@@ -334,7 +335,6 @@ def add_in_chunks(acc: Accumulator, part: SerializedValues, worker: Worker, step
         c = stop
         step = min(CHUNK_ROWS, 4 * step)
     return step
-
 
 def accumulate(
     tasks: Sequence[Callable[[], SerializedValues]],

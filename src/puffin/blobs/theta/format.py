@@ -152,7 +152,8 @@ def _check_count(count: int, max_entries: int, at: int) -> None:
     """Refuse a declared entry count over the cap before anything is sized from it."""
     if count > max_entries:
         raise _error(
-            f"sketch declares {count} entries, more than {max_entries} (Limits.max_theta_entries)",
+            f"sketch declares {count} entries, more than {max_entries} "
+            "(Limits.max_theta_entries)",
             at,
         )
 

@@ -277,7 +277,9 @@ def _longest_first(
     return order, starts[order], lengths[order], nblocks_o, have
 
 
-def _mix_tails(words: U64, tpos: I64, tail: I64, max_tail: int, h1: U64, h2: U64, tmp: U64) -> None:
+def _mix_tails(
+    words: U64, tpos: I64, tail: I64, max_tail: int, h1: U64, h2: U64, tmp: U64
+) -> None:
     """Mix every key's last 1-15 bytes (masked 8-byte loads) into ``h1`` and ``h2``."""
     k1 = words[tpos]
     k1 &= _BYTE_MASKS[np.minimum(tail, 8)]

@@ -71,8 +71,7 @@ def _iceberg_classpath() -> str:
     from puffin.conformance.adapters._side import side_python
 
     python = side_python(
-        ".venv-java",
-        "PUFFIN_JAVA_PYTHON",
+        ".venv-java", "PUFFIN_JAVA_PYTHON",
         "pyspark 3.5.9, snowpark-connect-deps-iceberg 1.0.3 and the jars of "
         "tools/java_peer_setup.py in its jars/ folder",
     )

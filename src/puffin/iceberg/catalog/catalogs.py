@@ -264,3 +264,4 @@ def _forget_if_empty(catalog: Catalog) -> None:
                 leftover.unlink()
         if path.is_dir() and not any(path.iterdir()):
             path.rmdir()
+

@@ -193,7 +193,9 @@ def _property_changes(args: argparse.Namespace, tx: Transaction, done: list[str]
         done.extend(f"unset property {key}" for key in args.unset_property)
 
 
-def _ref_changes(args: argparse.Namespace, table: Table, tx: Transaction, done: list[str]) -> None:
+def _ref_changes(
+    args: argparse.Namespace, table: Table, tx: Transaction, done: list[str]
+) -> None:
     refs = args.create_tag or args.create_branch or args.drop_tag or args.drop_branch
     if not refs:
         return

@@ -106,7 +106,9 @@ def _run_upgrade(args: argparse.Namespace, table: Table) -> int:
 def _run_delete(args: argparse.Namespace, table: Table) -> int:
     from puffin.iceberg.deletes.rows import delete_rows
 
-    result = delete_rows(table, args.where, allow_all_rows=args.all_rows, progress=args.progress)
+    result = delete_rows(
+        table, args.where, allow_all_rows=args.all_rows, progress=args.progress
+    )
     vectors = [
         {
             "referenced_data_file": v.referenced_data_file,

@@ -56,7 +56,9 @@ def add_scan_command(commands: TableCommands) -> None:
         check=_check,
     )
     scan.add_argument("--where", metavar="FILTER", help='row filter, e.g. "category = 3"')
-    scan.add_argument("--columns", metavar="A,B", help="columns to read (default: every column)")
+    scan.add_argument(
+        "--columns", metavar="A,B", help="columns to read (default: every column)"
+    )
     scan.add_argument("--snapshot-id", type=int, metavar="ID", help="read this snapshot")
     scan.add_argument("--limit", type=int, metavar="N", help="at most N rows")
     add_output_options(scan)
@@ -214,10 +216,8 @@ def _printable(batch: pa.RecordBatch, *, nested_as_json: bool) -> pa.RecordBatch
         kind = column.type
         if isinstance(kind, pa.BaseExtensionType):
             column = pa.array([None if v is None else str(v) for v in column.to_pylist()])
-        elif (
-            pa.types.is_binary(kind)
-            or pa.types.is_large_binary(kind)
-            or (pa.types.is_fixed_size_binary(kind))
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or (
+            pa.types.is_fixed_size_binary(kind)
         ):
             column = _texts(column, lambda v: base64.b64encode(v).decode())
         elif nested_as_json and pa.types.is_nested(kind):

@@ -67,8 +67,8 @@ def upgrade_to_v3(
         )
         if not merged.superseded:
             return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])
-        entries, files = (
-            ([], []) if not merged.positions else write_vectors(table, planned, merged.positions)
+        entries, files = ([], []) if not merged.positions else write_vectors(
+            table, planned, merged.positions
         )
         written.extend(str(e.path) for e in entries[:1])
         committed, _ = commit_snapshot(

@@ -81,7 +81,9 @@ def _row_ids(
 
     stored = _stored(table, path)
     column = (
-        pa.nulls(len(positions), pa.int64()) if stored is None else stored.take(pa.array(positions))
+        pa.nulls(len(positions), pa.int64())
+        if stored is None
+        else stored.take(pa.array(positions))
     )
     ids = lineage_column(ROW_ID, column, positions, lineage)
     return np.asarray(ids.to_numpy(zero_copy_only=False), dtype=np.int64)

@@ -104,7 +104,9 @@ class Rebase:
     since: Since | None = None
 
 
-def rebase(table: Table, work: Rewritten, written: list[str], known: Since | None = None) -> Rebase:
+def rebase(
+    table: Table, work: Rewritten, written: list[str], known: Since | None = None
+) -> Rebase:
     """Check ``work`` against the commits since it started (the module's rules; ``known``:
     those an earlier check read); on a v3 table the rows concurrent vectors deleted from its
     files are carried to the new files (:mod:`.carried_deletes`; the Puffin file written

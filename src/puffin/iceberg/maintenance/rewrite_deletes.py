@@ -85,7 +85,6 @@ def positions_here(
                 positions[p.path] = found
     return positions
 
-
 #: Java's table property and default for the size of a delete file (64 MB).
 TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
 DEFAULT_TARGET_SIZE = 64 * 1024 * 1024
@@ -205,7 +204,9 @@ class _Job:
             self.work = None
         return added
 
-    def _start(self, table: Table, snapshot: Snapshot, number: int) -> RewriteDeletesResult | None:
+    def _start(
+        self, table: Table, snapshot: Snapshot, number: int
+    ) -> RewriteDeletesResult | None:
         """The work done on ``snapshot``; what to return instead when not worth it."""
         planned = plan_files(table, snapshot, equality=True)  # equality deletes stay
         positions = self.positions(table, snapshot, planned)

@@ -82,11 +82,9 @@ def rewrite_manifests(
 
     def attempt(table: Table, number: int, written: list[str]) -> RewriteManifestsResult:
         snapshot = table.current_snapshot()
-        data = (
-            []
-            if snapshot is None
-            else [m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DATA]
-        )
+        data = [] if snapshot is None else [
+            m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DATA
+        ]
         if work.replaced and not work.replaced <= {m.manifest_path for m in data}:
             redos.again("a concurrent commit replaced a manifest it replaces")
             work.discard(table)  # done again on the table as it now is

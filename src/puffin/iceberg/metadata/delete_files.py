@@ -143,7 +143,9 @@ def vector_ref(
         manifest_path=manifest_path,
         sequence_number=sequence_number,
         spec_id=getattr(df, "spec_id", None),
-        partition=tuple(df.partition[i] for i in range(len(df.partition))) if df.partition else (),
+        partition=tuple(df.partition[i] for i in range(len(df.partition)))
+        if df.partition
+        else (),
     )
 
 

@@ -183,12 +183,8 @@ def _cached(io: FileIO, manifest: ManifestFile) -> _Record:
         return _Record(entries, [e for e in entries if e.status != ManifestEntryStatus.DELETED])
     # Committed manifests never change (a new one gets a new name); the length and the
     # numbers inherited from the list guard against a path reused for other bytes.
-    key = (
-        str(manifest.manifest_path),
-        manifest.manifest_length,
-        sequence,
-        manifest.added_snapshot_id,
-    )
+    key = (str(manifest.manifest_path), manifest.manifest_length, sequence,
+           manifest.added_snapshot_id)
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
         if hit is not None:

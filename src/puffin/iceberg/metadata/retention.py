@@ -62,7 +62,8 @@ def cutoff_of(older_than: OlderThan, *, name: str = "older_than") -> datetime.da
     if isinstance(older_than, datetime.timedelta):
         if older_than < datetime.timedelta(0):
             raise UsageError(
-                f"{name} must not be a negative age, got {spell_age(older_than)}: give {_SPELLINGS}"
+                f"{name} must not be a negative age, got {spell_age(older_than)}: give "
+                f"{_SPELLINGS}"
             )
         return now - older_than
     if isinstance(older_than, datetime.datetime):

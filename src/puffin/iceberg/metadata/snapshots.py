@@ -284,7 +284,9 @@ def _upgrades(updates: Sequence[Any]) -> bool:
     """Whether ``updates`` set format version 3 (the snapshot is then written at v3)."""
     from pyiceberg.table.update import UpgradeFormatVersionUpdate
 
-    return any(isinstance(u, UpgradeFormatVersionUpdate) and u.format_version >= 3 for u in updates)
+    return any(
+        isinstance(u, UpgradeFormatVersionUpdate) and u.format_version >= 3 for u in updates
+    )
 
 
 def _as_upgraded(table: Table) -> Table:

@@ -154,3 +154,4 @@ def staged_for(table: Table, written: list[str]) -> Iterator[None]:
             del catalog._convert_orm_to_iceberg
             del catalog._update_and_stage_table
             del catalog._write_metadata
+

@@ -134,7 +134,6 @@ def _predicate(expr: Any, in_limit: int | None) -> _Test | None:
         BoundLessThan,
         BoundLessThanOrEqual,
     )
-
     field = expr.term.ref().field
     width = bound_width(field.field_type)
     if width is None:

@@ -145,7 +145,9 @@ class EqualityDeletes:
         """The :class:`KeySet` of one delete file (already loaded)."""
         return self._keys[path][1]
 
-    def _merged(self, ids: tuple[int, ...], paths: tuple[str, ...], parts: list[KeySet]) -> KeySet:
+    def _merged(
+        self, ids: tuple[int, ...], paths: tuple[str, ...], parts: list[KeySet]
+    ) -> KeySet:
         """The union of ``parts`` (the sets of ``paths``), the last few unions kept."""
         key = (ids, paths)
         with self._lock:

@@ -119,6 +119,7 @@ class KeySet:
             hit = np.where(is_null, self.has_null, hit)
         return hit
 
+
     def _integer_hits(self, values: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
         """Which ``values`` are keys: one read of the dense table when there is one (a
         random read per value, where a binary search makes twenty), else a binary search."""

@@ -95,7 +95,9 @@ _SET_FILE, _SET_DELETES, _SET_EQUALITY, _SET_SEQUENCE, _SET_SEQUENCES = (
 )
 
 
-def _with_deletes(data_file: DataFile, deletes: Sequence[DataFile], sequence: int) -> PlannedFile:
+def _with_deletes(
+    data_file: DataFile, deletes: Sequence[DataFile], sequence: int
+) -> PlannedFile:
     """``PlannedFile(data_file, deletes, (), sequence)``, made through its slots (plans make
     one per file with deletes, digests one per data file): a frozen dataclass's
     ``__init__`` (``object.__setattr__`` by name, a field at a time) took a quarter of a
@@ -206,17 +208,13 @@ def _cached_planner() -> Any:
             partitions = KeyDefaultDict(self._build_partition_evaluator)
             metrics = self._build_metrics_evaluator()
             least = _least_data_sequence(kept)
-            work = [
-                (m, partitions[m.partition_spec_id])
-                for m in kept
-                if self._check_sequence_number(least, m)
-            ]
+            work = [(m, partitions[m.partition_spec_id]) for m in kept
+                    if self._check_sequence_number(least, m)]
             cached = cache_in_use()  # here: the reading threads do not see the context
             # Files whose integer bounds rule them out, as pyiceberg's evaluator would, are
             # not visited by it (scan/bounds.py).
-            quick = bounds_test(
-                self.table_metadata.schema(), self.row_filter, self.case_sensitive
-            ) or (lambda _: True)
+            quick = bounds_test(self.table_metadata.schema(), self.row_filter,
+                                self.case_sensitive) or (lambda _: True)
 
             # No condition: only pyiceberg's rule on empty files can rule an entry out.
             everything = self.row_filter == AlwaysTrue()
@@ -403,6 +401,7 @@ def keep_mask(
     mask = np.ones(count, dtype=bool)
     mask[positions[lo:hi] - start] = False
     return mask
+
 
 
 def pick_mask(positions: npt.NDArray[np.int64], start: int, count: int) -> npt.NDArray[np.bool_]:

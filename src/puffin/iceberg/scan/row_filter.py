@@ -43,7 +43,9 @@ def bind_where(table: Table, where: BooleanExpression | str) -> BooleanExpressio
     return bind_checked(table, check_where(table, where), where)
 
 
-def bind_checked(table: Table, expr: BooleanExpression, where: object = None) -> BooleanExpression:
+def bind_checked(
+    table: Table, expr: BooleanExpression, where: object = None
+) -> BooleanExpression:
     """A condition :func:`check_where` gave, bound to the table's current schema (a job that
     needs both checks its condition once: an ``in`` list of 100,000 keys costs seconds)."""
     from pyiceberg.expressions import AlwaysFalse

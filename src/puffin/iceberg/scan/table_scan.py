@@ -195,14 +195,8 @@ class TableScan:
         list(ExecutorFactory.get_or_create().map(deletes.load, unique.values()))
         lineage = file_lineage(self.table, self.snapshot) if self.lineage and self.snapshot else {}
         reader = RowReader(
-            self.table,
-            self.projection,
-            self.row_filter,
-            self._scan.case_sensitive,
-            deletes,
-            self.lineage,
-            lineage,
-            batch_rows,
+            self.table, self.projection, self.row_filter, self._scan.case_sensitive, deletes,
+            self.lineage, lineage, batch_rows,
         )
         # So are the equality deletes' keys: files read in parallel would each load them.
         keyed = {str(d.file_path): d for p in planned for d in p.equality_deletes}

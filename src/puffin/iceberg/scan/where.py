@@ -82,7 +82,9 @@ def _refuse_text_with_numbers(where: str) -> None:
         if inside(match.start()) or _ALL_WHOLE.fullmatch(match.group(2)):
             continue  # text in a quoted literal, or whole numbers only
         items = match.group(2).split(",")
-        if any(i.strip().startswith("'") for i in items) and any(_DECIMAL.match(i) for i in items):
+        if any(i.strip().startswith("'") for i in items) and any(
+            _DECIMAL.match(i) for i in items
+        ):
             raise UsageError(
                 f"the list in ({_shown(match.group(2).strip())}) of the row filter "
                 f"{_shown(where)!r} mixes quoted text and numbers: a column takes one kind "

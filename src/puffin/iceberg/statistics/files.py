@@ -88,11 +88,7 @@ def write_statistics_file(
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
     location = _new_stats_location(table, snapshot_id)
     file_size, footer_size, blobs = _write_stats_file(
-        table,
-        location,
-        sketches,
-        snapshot_id=snapshot_id,
-        sequence_number=sequence_number,
+        table, location, sketches, snapshot_id=snapshot_id, sequence_number=sequence_number,
         properties=blob_properties,
     )
     stats = statistics_file_for(
@@ -151,12 +147,8 @@ def _write_stats_file(
     ):
         for field_id, sketch in sketches:
             add_theta_blob(
-                writer,
-                sketch,
-                field_id,
-                snapshot_id=snapshot_id,
-                sequence_number=sequence_number,
-                properties=properties,
+                writer, sketch, field_id, snapshot_id=snapshot_id,
+                sequence_number=sequence_number, properties=properties,
             )
     return writer.file_size, writer.footer_size, writer.blobs
 

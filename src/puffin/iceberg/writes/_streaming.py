@@ -34,11 +34,7 @@ if TYPE_CHECKING:
     from pyiceberg.typedef import Record
 
 __all__ = [
-    "FileTarget",
-    "can_stream",
-    "data_file_location",
-    "stream_data_files",
-    "stream_repartitioned",
+    "FileTarget", "can_stream", "data_file_location", "stream_data_files", "stream_repartitioned",
 ]
 
 #: Iceberg's ``write.parquet.row-group-size-bytes`` (pyiceberg ignores it), read here as the

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["add_files", "data_file_location"]
 
 
-def add_files(table: Table, paths: Sequence[str], *, max_attempts: int = MAX_ATTEMPTS) -> Table:
+def add_files(
+    table: Table, paths: Sequence[str], *, max_attempts: int = MAX_ATTEMPTS
+) -> Table:
     """Register existing Parquet files as data files of ``table``, without rewriting them.
 
     As pyiceberg's ``add_files``: the paths must be unique and not yet in the table, the
@@ -52,10 +54,7 @@ def add_files(table: Table, paths: Sequence[str], *, max_attempts: int = MAX_ATT
         if not v3:
             return commit_v2(current, files, written, _name_mapping(current))
         committed, _ = commit_snapshot(
-            current,
-            written,
-            added_data=files,
-            operation="append",
+            current, written, added_data=files, operation="append",
             first_updates=_name_mapping(current),
         )
         return committed
