@@ -13,9 +13,9 @@ a request), never a request per object. :func:`object_store` finds the client fo
 * failing that, a ``PyArrowFileIO``'s own filesystem, which lists but deletes one object a
   request.
 
-A location nothing here can list is a :class:`~puffin.errors.StorageError` or a
-:class:`~puffin.errors.MissingDependencyError` naming the scheme and what to install:
-never an empty listing. Local folders are listed natively elsewhere
+A location nothing here can list is a :class:`CannotListError` (a
+:class:`~puffin.errors.StorageError`: exit 1 on the command line) naming the scheme and what
+to install: never an empty listing. Local folders are listed natively elsewhere
 (:mod:`puffin.iceberg.verify.orphans`); this module is for URLs.
 """
 
@@ -32,7 +32,14 @@ from urllib.parse import urlsplit
 from puffin.errors import MissingDependencyError, StorageError
 from puffin.io.stores import PACKAGES, fsspec_fs, storage_errors
 
-__all__ = ["BULK_DELETE_KEYS", "Failed", "Listed", "ObjectStore", "object_store"]
+__all__ = [
+    "BULK_DELETE_KEYS",
+    "CannotListError",
+    "Failed",
+    "Listed",
+    "ObjectStore",
+    "object_store",
+]
 
 #: Keys in one S3 ``DeleteObjects`` request (the API's limit).
 BULK_DELETE_KEYS = 1000
@@ -286,14 +293,27 @@ def object_store(location: str, io: Any = None) -> ObjectStore:
     if callable(arrow):
         parts = urlsplit(location)
         return ObjectStore(arrow(parts.scheme, parts.netloc), "arrow")
+    what = package or f"an fsspec filesystem for {scheme}://"
     if io is not None:
-        raise MissingDependencyError(
+        raise CannotListError(
             f"{location}: cannot list {scheme}:// objects: the table's FileIO "
-            f"({type(io).__name__}) cannot list and "
-            f"{package or 'no fsspec filesystem for ' + scheme + '://'} is not installed; "
-            f"pip install {package or 'an fsspec filesystem for ' + scheme}"
+            f"({type(io).__name__}) cannot list and {what} is not installed; "
+            f"pip install {package or 'the fsspec filesystem of ' + scheme}"
         )
-    return ObjectStore(fsspec_fs(location, None)[0], "fsspec")
+    try:
+        return ObjectStore(fsspec_fs(location, None)[0], "fsspec")
+    except MissingDependencyError as exc:
+        raise CannotListError(f"{location}: cannot list {scheme}:// objects: {exc}") from None
+    except FileNotFoundError:  # a scheme fsspec does not know
+        raise CannotListError(
+            f"{location}: cannot list {scheme}:// objects: no fsspec filesystem knows the "
+            f"scheme; pip install the fsspec filesystem of {scheme}"
+        ) from None
+
+
+class CannotListError(StorageError):
+    """Nothing here can list the objects under a location: the message names the scheme and
+    the package to install (a listing never comes back empty instead)."""
 
 
 def _protocols(fs: Any) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ pytest.importorskip("pyiceberg")
 pytest.importorskip("moto")
 
 from _s3_server import CountingS3Server, running
-from puffin.errors import MissingDependencyError, WrittenFileGoneError
+from puffin.errors import StorageError, WrittenFileGoneError
 from puffin.iceberg import add_files, remove_orphan_files, scan_table, verify_table
 from puffin.iceberg.metadata.cleanup_marks import MARK_PREFIX, mark_body, new_mark_location
 from puffin.io.listing import object_store
@@ -172,8 +172,10 @@ def test_a_location_nothing_can_list_is_an_error() -> None:
         def __init__(self) -> None:
             self.properties: dict[str, str] = {}
 
-    with pytest.raises(MissingDependencyError, match=r"cannot list zz:// objects.*pip install"):
-        object_store("zz://bucket/t", NoListing())
+    with pytest.raises(StorageError, match=r"cannot list zz:// objects.*pip install"):
+        object_store("zz://bucket/t", NoListing())  # exit 1 on the command line
+    with pytest.raises(StorageError, match=r"cannot list zz:// objects"):
+        object_store("zz://bucket/t")  # no FileIO: fsspec knows no such scheme
 
 
 def test_the_command_line_reports_what_the_store_refused(

@@ -146,7 +146,7 @@ def remove_orphan_files(
     :func:`puffin.spark.remove_orphan_files`). On an object store the listing and the
     deletes go through :func:`~puffin.io.listing.object_store`, in bulk
     (:mod:`puffin.iceberg.maintenance.orphans_store`); a location it cannot list raises
-    :class:`~puffin.errors.StorageError` or :class:`~puffin.errors.MissingDependencyError`,
+    :class:`~puffin.io.listing.CannotListError` (a :class:`~puffin.errors.StorageError`),
     and each object the store did not delete is in ``failed`` (``store_deletes``: how and
     how many at a time, in this process by default).
 

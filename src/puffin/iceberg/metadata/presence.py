@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
-from puffin.errors import MissingDependencyError, WrittenFileGoneError
+from puffin.errors import WrittenFileGoneError
 from puffin.io.locations import local_path
 
 if TYPE_CHECKING:
@@ -116,11 +116,11 @@ def _check_on_store(root: str, io: FileIO, locations: list[str]) -> None:
     its delete is over (:mod:`puffin.iceberg.metadata.cleanup_marks`); every file, when the
     marks cannot be listed."""
     from puffin.iceberg.metadata.cleanup_marks import marked_by, settled
-    from puffin.io.listing import object_store
+    from puffin.io.listing import CannotListError, object_store
 
     try:
         store = object_store(root, io)
-    except MissingDependencyError:  # a FileIO that cannot list, and no fsspec filesystem
+    except CannotListError:  # a FileIO that cannot list, and no fsspec filesystem
         asked = locations
     else:
         named = marked_by(store, root, locations)
