@@ -68,13 +68,19 @@ class Faults:
     seed: int
     kinds: tuple[str, ...] = ("500", "503", "timeout", "drop")
     delay: float = 2.0
+    #: only listings (a GET of a bucket itself), not every request
+    listings_only: bool = False
     injected: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
         self._lock = threading.Lock()
 
-    def draw(self) -> str | None:
+    def draw(self, environ: dict[str, Any]) -> str | None:
+        if self.listings_only and not (
+            environ["REQUEST_METHOD"] == "GET" and "/" not in environ["PATH_INFO"].strip("/")
+        ):
+            return None
         with self._lock:
             if self._rng.random() >= self.rate:
                 return None
@@ -112,7 +118,7 @@ class CountingS3Server:
         log = self.log
 
         def wsgi(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
-            fault = self.faults.draw() if self.faults is not None else None
+            fault = self.faults.draw(environ) if self.faults is not None else None
             if fault in _ERRORS:
                 status, code, message = _ERRORS[fault]
                 body = (f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code>"

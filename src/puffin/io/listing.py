@@ -72,9 +72,10 @@ class Failed:
 class ObjectStore:
     """Listing and bulk deletes on one store, through an fsspec filesystem or a pyarrow one.
 
-    ``requests`` counts what this client asked of the store: ``list`` (one per listing call;
-    a long listing is paged by the client), ``delete`` (one per bulk request, or per object
-    where the store has no bulk delete), ``put``, ``get``."""
+    ``requests`` counts what this client asked of the store: ``list`` (on S3 one per page of
+    1,000 keys; elsewhere one per listing call, paged by the client), ``delete`` (one per
+    bulk request, or per object where the store has no bulk delete), ``put``, ``get``, and
+    ``retried``: the attempts S3's client made again for the listings and bulk deletes."""
 
     fs: Any
     #: ``fsspec`` or ``arrow``
@@ -110,6 +111,7 @@ class ObjectStore:
             self.requests["list"] += 1
             with storage_errors(base):
                 page = self.fs.call_s3("list_objects_v2", **request)
+            self._retried(page)
             for obj in page.get("Contents", []):
                 if not obj["Key"].endswith("/"):
                     yield f"{bucket}/{obj['Key']}", int(obj["Size"]), _seconds(obj)
@@ -229,12 +231,19 @@ class ObjectStore:
             except Exception as exc:  # the whole request failed: every key is still there
                 failed += [Failed(loc, _reason(exc)) for loc in keys.values()]
                 continue
+            self._retried(out)
             for error in out.get("Errors", []):
                 location = keys.get(error.get("Key", ""), f"s3://{bucket}/{error.get('Key')}")
                 failed.append(Failed(location, f"{error.get('Code')}: {error.get('Message')}"))
             for key in keys:
                 self.fs.invalidate_cache(f"{bucket}/{key}")
         return failed
+
+    def _retried(self, response: dict[str, Any]) -> None:
+        """Count the retries botocore made for a request (``ResponseMetadata``)."""
+        retries = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+        if retries:
+            self.requests["retried"] += retries
 
     def _one_by_one(self, batch: list[str]) -> list[Failed]:
         failed: list[Failed] = []

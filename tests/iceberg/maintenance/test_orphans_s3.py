@@ -226,3 +226,20 @@ def test_a_pyarrow_filesystem_lists_and_deletes_alike(server: CountingS3Server, 
     assert arrow.level(table.location() + "/data") == fsspec_store.level(table.location() + "/data")
     assert arrow.delete(strays) == [] and arrow.requests["delete"] == 3
     assert not set(strays) & _objects(server, table)
+
+
+@pytest.mark.slow  # about 30 s: the client's backoff between its tries
+def test_the_retries_of_the_listing_are_counted(server: CountingS3Server, table: Any) -> None:
+    """A store that answers 503 SlowDown now and then: the listing's client tries again, and
+    the result counts those tries (``requests["retried"]``)."""
+    from _s3_server import Faults
+
+    strays = _put(server, table, [f"data/stray-{i:04}.parquet" for i in range(1500)])
+    time.sleep(1.1)
+    server.faults = Faults(0.5, seed=11, kinds=("503",), listings_only=True)
+    try:
+        dry = remove_orphan_files(table, dry_run=True, older_than=NOW)
+    finally:
+        faults, server.faults = server.faults, None
+    assert sorted(o.path for o in dry.orphans) == sorted(strays)
+    assert dry.requests["list"] == 2 and dry.requests["retried"] >= 1, (dry.requests, faults)
