@@ -120,8 +120,8 @@ def _check_on_store(root: str, io: FileIO, locations: list[str]) -> None:
 
     try:
         store = object_store(root, io)
-    except CannotListError:  # a FileIO that cannot list, and no fsspec filesystem
-        asked = locations
+    except (CannotListError, OSError, ValueError):  # no client that lists (hdfs without
+        asked = locations  # libhdfs, a FileIO of its own): every file asked for instead
     else:
         named = marked_by(store, root, locations)
         for mark in {m.location: m for m in named.values()}.values():
