@@ -243,3 +243,19 @@ def test_the_retries_of_the_listing_are_counted(server: CountingS3Server, table:
         faults, server.faults = server.faults, None
     assert sorted(o.path for o in dry.orphans) == sorted(strays)
     assert dry.requests["list"] == 2 and dry.requests["retried"] >= 1, (dry.requests, faults)
+
+
+def test_verify_says_what_it_could_not_list(
+    server: CountingS3Server, table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no client can list the table's prefix, ``verify_table`` still checks what needs
+    no listing and says, in one warning, what it did not look for."""
+    import puffin.io.listing as listing
+
+    def cannot(location: str, io: Any = None) -> Any:
+        raise listing.CannotListError(f"{location}: cannot list s3:// objects (a test)")
+
+    monkeypatch.setattr(listing, "object_store", cannot)
+    report = verify_table(table)
+    assert report.problems == []
+    assert [(w.kind, w.path) for w in report.warnings] == [("not-listed", table.location())]

@@ -88,7 +88,9 @@ def added_files(base: TableMetadata, metadata: TableMetadata, io: FileIO) -> lis
     before.update(p.statistics_path for p in base.partition_statistics)
     found += [s.statistics_path for s in metadata.statistics if s.statistics_path not in before]
     found += [
-        p.statistics_path for p in metadata.partition_statistics if p.statistics_path not in before
+        p.statistics_path
+        for p in metadata.partition_statistics
+        if p.statistics_path not in before
     ]
     return found
 

@@ -3,8 +3,9 @@
 Each is a ``(kind, path, message)``: ``orphan`` (a file nothing references), ``newer-metadata``
 (a metadata file numbered above the catalog's current one: another catalog or a copy of the
 warehouse writes here, or a commit is in flight), ``set-aside`` (a file an interrupted orphan
-cleanup renamed), ``outside-table`` (a referenced file outside the table's locations) and
-``stale-statistics`` (the current snapshot has none while an ancestor has).
+cleanup renamed), ``outside-table`` (a referenced file outside the table's locations),
+``stale-statistics`` (the current snapshot has none while an ancestor has) and ``not-listed``
+(an object store no client here can list: nothing above that needs a listing was looked for).
 """
 
 from __future__ import annotations
@@ -38,10 +39,21 @@ _ONCE_OLD = (
 
 
 def folder_warnings(table: Table) -> list[Warning]:
-    """Every warning of the module's docstring, each manifest read once."""
-    newer = newer_metadata(table)
+    """Every warning of the module's docstring, each manifest read once. A location no
+    client here can list is said so in one warning, ``not-listed``."""
+    from puffin.io.listing import CannotListError
+
+    unlisted: CannotListError | None = None
+    try:
+        newer = newer_metadata(table)
+    except CannotListError as exc:
+        newer, unlisted = [], exc
     referenced = referenced_files(table, newer)
     found = _newer_metadata(table, newer)
+    orphans = [] if unlisted else find_orphans(table, referenced)
+    if unlisted is not None:
+        found.append(("not-listed", table.location(),
+                      f"{unlisted}: no orphan or newer metadata file looked for"))  # fmt: skip
     clean = table_command(table, "remove-orphans", "--delete")
     cutoff = datetime.datetime.now(datetime.timezone.utc) - DEFAULT_OLDER_THAN
     found += [
@@ -51,7 +63,7 @@ def folder_warnings(table: Table) -> list[Warning]:
             f"{o.size} bytes, referenced by no snapshot or statistics entry ({clean} removes "
             f"it{'' if o.modified <= cutoff else _ONCE_OLD})",
         )
-        for o in find_orphans(table, referenced)
+        for o in orphans
     ]
     found += _set_aside(table)
     found += _stale_statistics(table)
