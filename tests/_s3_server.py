@@ -250,7 +250,13 @@ def _with_errors(start_response: Callable[..., Any], keys: list[str]) -> Callabl
 
 @contextlib.contextmanager
 def running(*buckets: str) -> Iterator[CountingS3Server]:
-    """A started server with ``buckets`` created, stopped on exit (a module fixture's body)."""
+    """A started server with ``buckets`` created, stopped on exit (a module fixture's body).
+
+    moto keeps its buckets in the process, whatever server serves them: they are emptied on
+    start and on exit, so a module never sees what another left in a bucket of that name."""
+    from moto.s3.models import s3_backends
+
+    s3_backends.reset()
     server = CountingS3Server().start()
     try:
         for bucket in buckets:
@@ -258,3 +264,4 @@ def running(*buckets: str) -> Iterator[CountingS3Server]:
         yield server
     finally:
         server.stop()
+        s3_backends.reset()
