@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from puffin.errors import MissingDependencyError, StorageError
+from puffin.io.remote import protocols
 from puffin.io.stores import PACKAGES, fsspec_fs, storage_errors
 
 __all__ = [
@@ -58,6 +60,12 @@ class Listed:
     #: when the store says it was written (seconds since the epoch, the store's clock);
     #: ``None`` when the store does not say
     modified: float | None
+
+    @property
+    def written(self) -> float:
+        """:attr:`modified`, or now where the store does not say: an object of unknown age
+        counts as new (no grace period has passed for it)."""
+        return time.time() if self.modified is None else self.modified
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class ObjectStore:
         page of 1,000 keys at a time (memory stays bounded, each page a request counted);
         other stores list the whole prefix first."""
         base = root.rstrip("/")
-        if self.kind == "fsspec" and "s3" in _protocols(self.fs):
+        if self._s3:
             for path, size, modified in self._s3_pages(base):
                 yield Listed(self._url(base, path), size, modified)
             return
@@ -105,7 +113,7 @@ class ObjectStore:
     def _s3_pages(self, base: str) -> Iterator[tuple[str, int, float | None]]:
         """``ListObjectsV2`` page by page: ``(bucket/key, size, time)`` of each object (the
         zero-byte ``key/`` objects that stand for folders left out)."""
-        bucket, _, key = self.fs._strip_protocol(base).partition("/")
+        bucket, _, key = self._path(base).partition("/")
         request = {"Bucket": bucket, "Prefix": f"{key.rstrip('/')}/" if key else ""}
         while True:
             self.requests["list"] += 1
@@ -141,7 +149,7 @@ class ObjectStore:
     ) -> list[tuple[str, int, float | None]]:
         """``(path, size, time)`` of each object; with ``folders``, the folders too, with a
         size of -1."""
-        path = self.fs._strip_protocol(base)
+        path = self._path(base)
         self.fs.invalidate_cache(path)  # a cached listing would miss what writers just put
         try:
             if recursive:
@@ -164,9 +172,7 @@ class ObjectStore:
     ) -> list[tuple[str, int, float | None]]:
         from pyarrow.fs import FileSelector, FileType
 
-        parts = urlsplit(base)
-        path = f"{parts.netloc}{parts.path}"
-        selector = FileSelector(path, recursive=recursive, allow_not_found=True)
+        selector = FileSelector(self._path(base), recursive=recursive, allow_not_found=True)
         return sorted(
             (i.path, -1, None)
             if i.type == FileType.Directory
@@ -175,12 +181,21 @@ class ObjectStore:
             if i.type == FileType.File or (folders and i.type == FileType.Directory)
         )
 
+    @property
+    def _s3(self) -> bool:
+        """Whether this is s3fs, whose requests are made here (paged listings, bulk deletes)."""
+        return self.kind == "fsspec" and "s3" in protocols(self.fs)
+
+    def _path(self, location: str) -> str:
+        """The path the filesystem knows the URL ``location`` by."""
+        if self.kind == "arrow":
+            parts = urlsplit(location)
+            return f"{parts.netloc}{parts.path}"
+        return str(self.fs._strip_protocol(location))
+
     def _url(self, base: str, path: str) -> str:
         """The URL of the listed ``path``: the root URL's own spelling, then the key."""
-        parts = urlsplit(base)
-        stripped = (
-            f"{parts.netloc}{parts.path}" if self.kind == "arrow" else self.fs._strip_protocol(base)
-        )
+        stripped = self._path(base)
         if not path.startswith(stripped):
             raise StorageError(f"{base}: the store listed {path}, which is not under it")
         return base + path[len(stripped) :]
@@ -193,9 +208,9 @@ class ObjectStore:
         failed: list[Failed] = []
         for start in range(0, len(locations), BULK_DELETE_KEYS):
             batch = list(locations[start : start + BULK_DELETE_KEYS])
-            if self.kind == "fsspec" and "s3" in _protocols(self.fs):
+            if self._s3:
                 failed += self._s3_bulk(batch)
-            elif self.kind == "fsspec" and _BULK & set(_protocols(self.fs)):
+            elif self.kind == "fsspec" and _BULK & set(protocols(self.fs)):
                 failed += self._fsspec_bulk(batch)
             else:
                 failed += self._one_by_one(batch)
@@ -207,7 +222,7 @@ class ObjectStore:
         self.requests["delete"] += 1
         try:
             with storage_errors(batch[0]):
-                self.fs.rm([self.fs._strip_protocol(loc) for loc in batch])
+                self.fs.rm([self._path(loc) for loc in batch])
         except Exception:
             return self._one_by_one(batch)
         return []
@@ -217,7 +232,7 @@ class ObjectStore:
         errors of a quiet bulk delete, so the request is made here and its errors read."""
         by_bucket: dict[str, dict[str, str]] = {}
         for location in batch:
-            bucket, _, key = self.fs._strip_protocol(location).partition("/")
+            bucket, _, key = self._path(location).partition("/")
             by_bucket.setdefault(bucket, {})[key] = location
         failed: list[Failed] = []
         for bucket, keys in by_bucket.items():
@@ -252,10 +267,9 @@ class ObjectStore:
             try:
                 with storage_errors(location):
                     if self.kind == "arrow":
-                        parts = urlsplit(location)
-                        self.fs.delete_file(f"{parts.netloc}{parts.path}")
+                        self.fs.delete_file(self._path(location))
                     else:
-                        self.fs.rm_file(self.fs._strip_protocol(location))
+                        self.fs.rm_file(self._path(location))
             except FileNotFoundError:
                 continue  # gone already: what a delete wants
             except Exception as exc:
@@ -269,21 +283,19 @@ class ObjectStore:
         self.requests["put"] += 1
         with storage_errors(location):
             if self.kind == "arrow":
-                parts = urlsplit(location)
-                with self.fs.open_output_stream(f"{parts.netloc}{parts.path}") as out:
+                with self.fs.open_output_stream(self._path(location)) as out:
                     out.write(data)
             else:
-                self.fs.pipe_file(self.fs._strip_protocol(location), data)
+                self.fs.pipe_file(self._path(location), data)
 
     def get(self, location: str) -> bytes:
         """The bytes of the small object ``location`` (``FileNotFoundError`` when gone)."""
         self.requests["get"] += 1
         with storage_errors(location):
             if self.kind == "arrow":
-                parts = urlsplit(location)
-                with self.fs.open_input_stream(f"{parts.netloc}{parts.path}") as f:
+                with self.fs.open_input_stream(self._path(location)) as f:
                     return bytes(f.read())
-            return bytes(self.fs.cat_file(self.fs._strip_protocol(location)))
+            return bytes(self.fs.cat_file(self._path(location)))
 
 
 def object_store(location: str, io: Any = None) -> ObjectStore:
@@ -323,10 +335,6 @@ def object_store(location: str, io: Any = None) -> ObjectStore:
 class CannotListError(StorageError):
     """Nothing here can list the objects under a location: the message names the scheme and
     the package to install (a listing never comes back empty instead)."""
-
-
-def _protocols(fs: Any) -> tuple[str, ...]:
-    return tuple(fs.protocol) if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
 
 
 def _seconds(info: dict[str, Any]) -> float | None:

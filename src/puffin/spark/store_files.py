@@ -43,20 +43,20 @@ def list_store_on_executors(
     from puffin.spark.preflight import python_tasks
 
     store = _store(root, properties)
-    near: list[tuple[str, int, float | None]] = []
+    near: list[Listed] = []
     folders = [root.rstrip("/")]
     while folders and len(folders) < wanted:
         opened, folders = folders, []
         for folder in opened:
             files, below = store.level(folder)
-            near += [(f.location, f.size, f.modified) for f in files]
+            near += [(f.location, f.size, f.written) for f in files]
             folders += [b for b in below if visible(root, b)]
     if folders:
         rows = pa.table({"folder": folders})
         with python_tasks(spark):
             got = spark.createDataFrame(rows).mapInArrow(_walk(properties), LISTING_SCHEMA)
             near += [(r["path"], r["size"], r["mtime"]) for r in got.collect()]
-    return _dated([f for f in near if visible(root, f[0])])
+    return [f for f in near if visible(root, f[0])]
 
 
 def deletes_on_executors(spark: SparkSession, properties: dict[str, str]) -> StoreDeletes:
@@ -89,14 +89,6 @@ def _store(location: str, properties: dict[str, str]) -> ObjectStore:
     return object_store(location, load_file_io(properties, location))
 
 
-def _dated(found: list[tuple[str, int, float | None]]) -> list[Listed]:
-    """An object the store gives no time for counts as written now (never old enough)."""
-    import time
-
-    now = time.time()
-    return [(p, s, now if m is None else m) for p, s, m in found]
-
-
 def _walk(
     properties: dict[str, str],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -112,7 +104,7 @@ def _walk(
                 if found:
                     yield pa.RecordBatch.from_pydict(
                         {"path": [f.location for f in found], "size": [f.size for f in found],
-                         "mtime": [f.modified for f in found]},
+                         "mtime": [f.written for f in found]},
                         schema=schema,
                     )  # fmt: skip
 

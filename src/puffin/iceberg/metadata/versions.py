@@ -165,7 +165,7 @@ class _Folder:
             from puffin.io.listing import object_store
 
             listed = object_store(self.location, self.io).children(self.location)
-            return [(e.location, time.time() if e.modified is None else e.modified) for e in listed]
+            return [(e.location, e.written) for e in listed]
         if not os.path.isdir(self.local):
             return []
         found = []

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -221,8 +220,9 @@ def find_orphans(
 def table_files(table: Table, store: ObjectStore | None = None) -> Iterator[Listed]:
     """Every file under the table's location a cleanup may consider: a local folder walked
     (:func:`listed_files`), an object store's prefix listed, hidden names left out alike.
-    An object the store gives no time for counts as written now (never old enough);
-    ``store``: the client to list with (made from the table's FileIO by default)."""
+    An object the store gives no time for counts as written now (never old enough:
+    :attr:`~puffin.io.listing.Listed.written`); ``store``: the client to list with (made
+    from the table's FileIO by default)."""
     root = local_path(table.location())
     if root is not None:
         yield from listed_files(root)
@@ -232,8 +232,7 @@ def table_files(table: Table, store: ObjectStore | None = None) -> Iterator[List
     base = table.location().rstrip("/")
     for entry in (store or object_store(base, table.io)).walk(base):
         if visible(base, entry.location):
-            modified = time.time() if entry.modified is None else entry.modified
-            yield entry.location, entry.size, modified
+            yield entry.location, entry.size, entry.written
 
 
 def visible(root: str, location: str) -> bool:
