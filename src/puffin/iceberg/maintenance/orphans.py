@@ -40,9 +40,11 @@ from puffin.errors import NewerMetadataError, UsageError
 from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.maintenance.guard import Deletions, TableLocations, set_aside_files
 from puffin.iceberg.maintenance.orphans_store import (
+    References,
     StoreDeletes,
     finish_on_store,
     remove_old_marks,
+    state_of,
 )
 from puffin.iceberg.metadata.commits import require_writable_location
 from puffin.iceberg.metadata.retention import OlderThan, cutoff_of
@@ -178,6 +180,7 @@ def _remove(
     """:func:`remove_orphan_files` once its arguments are checked."""
     table = table.refresh()
     store = None if local_path(table.location()) else object_store(table.location(), table.io)
+    before = state_of(table) if store is not None and not dry_run else None
     protected = _protected(table)
     deletions = Deletions(table, TableLocations.of(table, allow_prefixes))
     restored = _restore_set_aside(table, deletions, dry_run, store)
@@ -195,7 +198,8 @@ def _remove(
         aside = [(o, deletions.set_aside(o.path)) for o in chosen]
         removed, kept_referenced = _finish(table, deletions, aside, finisher)
     else:
-        outcome = finish_on_store(table, deletions, chosen, _protected, store, store_deletes)
+        references = References(_protected, before, protected)
+        outcome = finish_on_store(table, deletions, chosen, references, store, store_deletes)
         removed, kept_referenced, failed = outcome.removed, outcome.kept_referenced, outcome.failed
     return OrphanResult(
         chosen,

@@ -40,7 +40,15 @@ if TYPE_CHECKING:
 
     from puffin.iceberg.verify.orphans import Orphan
 
-__all__ = ["StoreDeletes", "StoreOutcome", "finish_on_store", "remove_old_marks"]
+__all__ = [
+    "References",
+    "State",
+    "StoreDeletes",
+    "StoreOutcome",
+    "finish_on_store",
+    "remove_old_marks",
+    "state_of",
+]
 
 # A batch whose references took longer than this to read again starts over with a new mark.
 _DELETE_WITHIN_S = DELETE_WITHIN.total_seconds()
@@ -67,17 +75,28 @@ class StoreOutcome:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
 
+#: What the references depend on: the catalog's metadata file and the newer ones beside it.
+State = tuple[str, tuple[str, ...]]
+
+
+def state_of(table: Table) -> State:
+    """The table's :data:`State` as it is now (the metadata prefix listed: one request)."""
+    return table.metadata_location, tuple(n.path for n in newer_metadata(table))
+
+
 @dataclass
-class _References:
-    """The references, read again only when the catalog or the metadata prefix changed."""
+class References:
+    """The references, read again only when the table's :data:`State` changed: ``found``
+    was read from the state ``seen`` or a later one (a reading made after ``seen`` was taken
+    holds at least what that state references)."""
 
     read: Callable[[Table], set[str]]
-    seen: tuple[str, tuple[str, ...]] | None = None
+    seen: State | None = None
     found: set[str] = field(default_factory=set)
 
     def now(self, table: Table) -> set[str]:
         table = table.refresh()
-        key = (table.metadata_location, tuple(n.path for n in newer_metadata(table)))
+        key = state_of(table)
         if key != self.seen:
             self.found, self.seen = self.read(table), key
         return self.found
@@ -87,12 +106,14 @@ def finish_on_store(
     table: Table,
     deletions: Deletions,
     chosen: Sequence[Orphan],
-    protected: Callable[[Table], set[str]],
+    references: References,
     store: ObjectStore | None = None,
     deletes: StoreDeletes = StoreDeletes(),
 ) -> StoreOutcome:
     """Delete the orphans ``chosen`` (under the table's object-store location) batch by
-    batch, as the module's docstring says; ``protected`` reads the references."""
+    batch, as the module's docstring says; ``references`` reads them again (the reading
+    the orphans were chosen by, with the state taken before it, spares a second reading
+    when nothing changed)."""
     store = store or object_store(table.location(), table.io)
     outcome = StoreOutcome()
     owned = []
@@ -101,7 +122,6 @@ def finish_on_store(
             owned.append(orphan)
         else:
             deletions.skipped_outside_table.append(orphan.path)
-    references = _References(protected)
     for start in range(0, len(owned), deletes.batch):
         batch = owned[start : start + deletes.batch]
         _batch(table, deletions, store, batch, references, outcome, deletes)
@@ -114,7 +134,7 @@ def _batch(
     deletions: Deletions,
     store: ObjectStore,
     batch: list[Orphan],
-    references: _References,
+    references: References,
     outcome: StoreOutcome,
     deletes: StoreDeletes,
 ) -> None:
