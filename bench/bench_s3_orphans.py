@@ -70,8 +70,7 @@ def _table(server: CountingS3Server, folder: Path) -> tuple[Any, dict[str, str]]
     from pyiceberg.catalog.sql import SqlCatalog
 
     folder.mkdir()
-    spec = {"uri": f"sqlite:///{folder / 'catalog.db'}", "warehouse": f"s3://{LAKE}/{folder.name}",
-            **server.fileio_properties()}  # fmt: skip
+    spec = server.catalog_properties(folder / "catalog.db", f"s3://{LAKE}/{folder.name}")
     catalog = SqlCatalog("s3", **spec)
     catalog.create_namespace("db")
     schema = pa.schema([pa.field("id", pa.int64())])

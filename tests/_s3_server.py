@@ -205,6 +205,18 @@ class CountingS3Server:
             "s3.region": REGION,
         }
 
+    def catalog_properties(self, database: Any, warehouse: str, **extra: str) -> dict[str, str]:
+        """A pyiceberg SQL catalog's properties: its SQLite ``database`` file, a ``warehouse``
+        on this server (``s3://bucket/prefix``), this server's FileIO properties, ``extra``."""
+        return {"uri": f"sqlite:///{database}", "warehouse": warehouse,
+                **self.fileio_properties(), **extra}  # fmt: skip
+
+    def sql_catalog(self, database: Any, warehouse: str, **extra: str) -> Any:
+        """pyiceberg's SQL catalog named ``s3`` (see :meth:`catalog_properties`)."""
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        return SqlCatalog("s3", **self.catalog_properties(database, warehouse, **extra))
+
     def env(self) -> dict[str, str]:
         """Environment for a `puffin` process: fsspec's own configuration variables."""
         return {

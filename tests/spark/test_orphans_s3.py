@@ -37,12 +37,7 @@ def server() -> Iterator[CountingS3Server]:
 
 
 def _table(server: CountingS3Server, tmp_path: Path) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    catalog = SqlCatalog(
-        "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}",
-        warehouse=f"s3://{LAKE}/{tmp_path.name}", **server.fileio_properties(),
-    )  # fmt: skip
+    catalog = server.sql_catalog(tmp_path / "catalog.db", f"s3://{LAKE}/{tmp_path.name}")
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=SCHEMA)
     table.append(pa.table({"id": pa.array(range(10), pa.int64())}, schema=SCHEMA))

@@ -27,12 +27,7 @@ def server() -> Iterator[CountingS3Server]:
 
 
 def _table(server: CountingS3Server, folder: Path, name: str, mode: str) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    catalog = SqlCatalog(
-        "s3", uri=f"sqlite:///{folder / 'catalog.db'}", warehouse=f"s3://{LAKE}/wh",
-        **server.fileio_properties(),
-    )  # fmt: skip
+    catalog = server.sql_catalog(folder / "catalog.db", f"s3://{LAKE}/wh")
     catalog.create_namespace_if_not_exists("db")
     schema = pa.schema([pa.field("id", pa.int64())])
     table = catalog.create_table(

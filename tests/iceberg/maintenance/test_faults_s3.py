@@ -79,16 +79,12 @@ def _ids(table: Any) -> Model:
 def test_a_job_beside_failing_requests_finishes_or_fails_whole(
     server: CountingS3Server, tmp_path: Path, job: str
 ) -> None:
-    from pyiceberg.catalog.sql import SqlCatalog
-
     outcomes = []
     for seed in SEEDS[job]:
-        properties = {**server.fileio_properties(), "s3.request-timeout": "0.5",
-                      "s3.connect-timeout": "0.5"}  # fmt: skip
-        catalog = SqlCatalog(
-            "s3", uri=f"sqlite:///{tmp_path / f'{seed}.db'}",
-            warehouse=f"s3://{LAKE}/{tmp_path.name}-{seed}", **properties,
-        )  # fmt: skip
+        catalog = server.sql_catalog(
+            tmp_path / f"{seed}.db", f"s3://{LAKE}/{tmp_path.name}-{seed}",
+            **{"s3.request-timeout": "0.5", "s3.connect-timeout": "0.5"},
+        )
         catalog.create_namespace("db")
         table = upgrade_to_v3(create_sample_table(catalog, "db.t", rows=200, files=4))
         table = append(table, sample_batch(20, start=5000, seed=1), statistics="none")

@@ -31,7 +31,6 @@ def server() -> Iterator[CountingS3Server]:
 def test_an_object_in_another_bucket_survives_expiry(
     server: CountingS3Server, tmp_path: Path
 ) -> None:
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.expressions import AlwaysTrue
 
     s3 = server.boto3()
@@ -44,12 +43,7 @@ def test_an_object_in_another_bucket_survives_expiry(
     # The same bytes under a key of the lake that climbs out of the table once decoded.
     s3.put_object(Bucket=LAKE, Key="wh/db/t/data/%2e%2e/%2e%2e/escaped.parquet", Body=body)
 
-    catalog = SqlCatalog(
-        "s3",
-        uri=f"sqlite:///{tmp_path / 'catalog.db'}",
-        warehouse=f"s3://{LAKE}/wh",
-        **server.fileio_properties(),
-    )
+    catalog = server.sql_catalog(tmp_path / "catalog.db", f"s3://{LAKE}/wh")
     catalog.create_namespace("db")
     table = catalog.create_table("db.t", schema=schema)
     table.append(pa.table({"id": pa.array(range(10), pa.int64())}, schema=schema))

@@ -71,12 +71,7 @@ def _read_everywhere(table: Any, duck: Any, model: set[int], step: str) -> None:
 def test_a_v3_table_lives_on_s3_read_alike_by_three_readers(
     server: CountingS3Server, tmp_path: Path
 ) -> None:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    catalog = SqlCatalog(
-        "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"s3://{LAKE}/life",
-        **server.fileio_properties(),
-    )  # fmt: skip
+    catalog = server.sql_catalog(tmp_path / "catalog.db", f"s3://{LAKE}/life")
     catalog.create_namespace("db")
     duck = _duckdb(server)
     table = upgrade_to_v3(create_sample_table(catalog, "db.t", rows=400, files=4))

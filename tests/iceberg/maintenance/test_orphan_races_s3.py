@@ -55,13 +55,7 @@ def server() -> Iterator[CountingS3Server]:
 
 
 def _catalog_spec(server: CountingS3Server, tmp_path: Path, name: str) -> str:
-    return json.dumps(
-        {
-            "uri": f"sqlite:///{tmp_path / 'catalog.db'}",
-            "warehouse": f"s3://{LAKE}/{name}",
-            **server.fileio_properties(),
-        }
-    )
+    return json.dumps(server.catalog_properties(tmp_path / "catalog.db", f"s3://{LAKE}/{name}"))
 
 
 def _catalog(spec: str) -> Any:

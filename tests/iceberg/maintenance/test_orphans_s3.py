@@ -39,13 +39,8 @@ def server() -> Iterator[CountingS3Server]:
 
 @pytest.fixture
 def table(server: CountingS3Server, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
-
     server.refused_deletes = set()
-    catalog = SqlCatalog(
-        "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"s3://{LAKE}/wh",
-        **server.fileio_properties(),
-    )  # fmt: skip
+    catalog = server.sql_catalog(tmp_path / "catalog.db", f"s3://{LAKE}/wh")
     catalog.create_namespace(request.node.name[:40])
     table = catalog.create_table(f"{request.node.name[:40]}.t", schema=SCHEMA)
     table.append(pa.table({"id": pa.array(range(10), pa.int64())}, schema=SCHEMA))

@@ -47,8 +47,6 @@ def _rows(table: pa.Table) -> list[tuple[int, int, str]]:
 def test_deletes_and_scans_on_s3_match_the_model(
     server: CountingS3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pyiceberg.catalog.sql import SqlCatalog
-
     from puffin.iceberg.scan import rows
 
     opened: list[str] = []
@@ -60,10 +58,7 @@ def test_deletes_and_scans_on_s3_match_the_model(
 
     monkeypatch.setattr(rows, "parquet_file", recording)
 
-    catalog = SqlCatalog(
-        "s3", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=f"s3://{LAKE}/wh",
-        **server.fileio_properties(),
-    )  # fmt: skip
+    catalog = server.sql_catalog(tmp_path / "catalog.db", f"s3://{LAKE}/wh")
     catalog.create_namespace("db")
     table: Any = catalog.create_table("db.t", schema=_batch(0).schema)
     for b in range(BATCHES):
