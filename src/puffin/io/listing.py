@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from puffin.errors import MissingDependencyError, StorageError
 from puffin.io.remote import protocols
-from puffin.io.stores import PACKAGES, fsspec_fs, storage_errors
+from puffin.io.stores import PACKAGES, first_line, fsspec_fs, storage_errors
 
 __all__ = [
     "BULK_DELETE_KEYS",
@@ -357,5 +357,5 @@ def _seconds(info: dict[str, Any]) -> float | None:
 
 
 def _reason(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    text = first_line(exc)
+    return text if text == type(exc).__name__ else f"{type(exc).__name__}: {text}"

@@ -24,6 +24,7 @@ from puffin.errors import MissingDependencyError, SetupError, StorageError
 __all__ = [
     "PACKAGES",
     "STORAGE_TIMEOUT_ENV",
+    "first_line",
     "fsspec_fs",
     "gone_as_not_found",
     "says_store_failures",
@@ -124,6 +125,13 @@ def store_failed(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and bool(_FAILED.search(str(exc)))
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (a store client's can run to many), or its type's
+    name when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _NOTHING_COMMITTED = "nothing was committed; run it again"
@@ -144,10 +152,9 @@ def says_store_failures(
             except OSError as exc:
                 if isinstance(exc, StorageError) or not store_failed(exc):
                     raise
-                first = str(exc).strip().splitlines()[0]
                 raise StorageError(
                     f"{job} stopped: the object store failed a request after its client's "
-                    f"retries ({first}); {then}"
+                    f"retries ({first_line(exc)}); {then}"
                 ) from exc
 
         return job_call

@@ -35,7 +35,7 @@ from puffin.iceberg.metadata.v3 import checks_requirements_here, commit
 from puffin.iceberg.metadata.versions import newer_metadata, still_there
 from puffin.iceberg.verify.orphans import kind_of, reachable_files
 from puffin.io.locations import location_key
-from puffin.io.stores import says_store_failures
+from puffin.io.stores import first_line, says_store_failures
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -220,10 +220,10 @@ def _delete_unreached(
 
 
 def _warn_store_failed(committed: Table, exc: OSError, what: str) -> None:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     warnings.warn(
         f"the expiry committed, but {what} were not deleted: the object store failed "
-        f"({first}); {table_command(committed, 'remove-orphans', '--delete')} removes them",
+        f"({first_line(exc)}); {table_command(committed, 'remove-orphans', '--delete')} "
+        "removes them",
         stacklevel=4,
     )
 

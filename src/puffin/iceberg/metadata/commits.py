@@ -32,7 +32,7 @@ from puffin.iceberg.catalog.sqlite import (
 )
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import committing, file_gone, missing_location, vanished
-from puffin.io.stores import store_failed
+from puffin.io.stores import first_line, store_failed
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -255,13 +255,13 @@ def backoff(attempt: int, cap: float = MAX_BACKOFF_S) -> float:
 def _store_failure(table: Table, exc: BaseException) -> StorageError:
     """The object store failed the write (after its client's own retries): said so, with
     what it means for the table."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return StorageError(
         f"the object store failed a request of this write after its client's retries "
-        f"({first}); nothing was committed and the files written for it were removed where "
-        f"the store allowed ({table_command(table, 'remove-orphans', '--delete')} removes any "
-        "left); run it again, or give the client more retries (pyiceberg's "
-        "s3.retry-strategy-impl, botocore's AWS_MAX_ATTEMPTS)"
+        f"({first_line(exc)}); nothing was committed and the files written for it were "
+        f"removed where the store allowed "
+        f"({table_command(table, 'remove-orphans', '--delete')} removes any left); run it "
+        "again, or give the client more retries (pyiceberg's s3.retry-strategy-impl, "
+        "botocore's AWS_MAX_ATTEMPTS)"
     )
 
 
