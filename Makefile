@@ -16,6 +16,8 @@ DUCK15_PINS  := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-a
 # relocated Jackson and the SQLite JDBC driver in .venv-java/jars.
 JAVA_VENV    := .venv-java
 JAVA_PINS    := pyspark==3.5.9 snowpark-connect-deps-iceberg==1.0.3 pyarrow==26.0.1
+NODE_PEERS   := .node-peers
+NODE_PINS    := azurite@3.35.0
 
 .PHONY: venv peers test test-fast demo lint fuzz bench mutation clean FORCE
 
@@ -27,7 +29,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-peers: $(SAIL_VENV)/.installed-stamp $(DUCK15_VENV)/.installed-stamp $(JAVA_VENV)/jars/.stamp
+peers: $(SAIL_VENV)/.installed-stamp $(DUCK15_VENV)/.installed-stamp $(JAVA_VENV)/jars/.stamp \
+	$(NODE_PEERS)/.stamp
+
+# Azurite, Microsoft's Azure Storage emulator (tests/_emulators.py), from the npm registry.
+# Without npm the Azure tests skip and say so; everything else runs.
+$(NODE_PEERS)/.stamp: Makefile
+	@if command -v npm >/dev/null; then \
+	  mkdir -p $(NODE_PEERS) && echo '*' > $(NODE_PEERS)/.gitignore && \
+	  npm install --prefix $(NODE_PEERS) --no-audit --no-fund --silent $(NODE_PINS) && touch $@; \
+	else echo "npm not found: the Azure (Azurite) tests will skip"; fi
 
 # $(1): venv folder, $(2): pins. The .pins file changes only when the pins do.
 define side_venv
@@ -86,4 +97,4 @@ bench: $(STAMP) peers
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(SAIL_VENV) $(DUCK15_VENV) $(JAVA_VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAIL_VENV) $(DUCK15_VENV) $(JAVA_VENV) $(NODE_PEERS) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
