@@ -1,10 +1,12 @@
 // An Iceberg REST catalog for tests: Iceberg Java 1.10.2's own server logic
 // (org.apache.iceberg.rest.CatalogHandlers) behind the JDK's HttpServer on 127.0.0.1.
 //
-// Usage: java -cp BUILD:JARS RestCatalogServer WAREHOUSE
+// Usage: java -cp BUILD:JARS RestCatalogServer WAREHOUSE [S3_LOCATION S3_ENDPOINT]
 //
 // The backing catalog is Iceberg Java's JdbcCatalog on WAREHOUSE/rest-catalog.db (SQLite),
-// its tables under WAREHOUSE/<namespace>/<table>, written with HadoopFileIO. Every commit
+// its tables under WAREHOUSE/<namespace>/<table>, written with HadoopFileIO; or, given
+// S3_LOCATION (s3://bucket/prefix) and the tests' S3 server, under S3_LOCATION, written with
+// PlainS3FileIO (beside this file). Every commit
 // (POST /v1/namespaces/{ns}/tables/{t}) goes through CatalogHandlers.updateTable, so Java's
 // TableMetadata builder checks the requirements and applies the updates; what it rejects
 // comes back as the REST error response (ValidationException: 400, CommitFailedException:
@@ -139,14 +141,19 @@ public class RestCatalogServer {
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 1) {
-      System.err.println("usage: RestCatalogServer WAREHOUSE");
+    if (args.length != 1 && args.length != 3) {
+      System.err.println("usage: RestCatalogServer WAREHOUSE [S3_LOCATION S3_ENDPOINT]");
       System.exit(2);
     }
     String warehouse = args[0].replaceAll("/+$", "");
     Map<String, String> properties = new HashMap<>();
     properties.put("uri", "jdbc:sqlite:" + warehouse + "/rest-catalog.db");
     properties.put("warehouse", warehouse);
+    if (args.length == 3) { // tables on the tests' S3 server, the catalog database still local
+      properties.put("warehouse", args[1].replaceAll("/+$", ""));
+      properties.put("io-impl", "PlainS3FileIO");
+      properties.put("s3.endpoint", args[2]);
+    }
     properties.put("jdbc.schema-version", "V1");
     JdbcCatalog catalog = new JdbcCatalog();
     catalog.setConf(new Configuration());

@@ -7,8 +7,10 @@ client sends is applied by Java's ``TableMetadata`` builder, which checks it: a 
 finds invalid comes back as a REST error (pyiceberg raises it).
 
 The jars are ``.venv-java``'s (``make peers``): the Iceberg runtime, the relocated Jackson,
-the SQLite JDBC driver, and pyspark 3.5.9's (Hadoop, for ``HadoopFileIO``). The source is
-compiled with ``javac`` once per content (source and classpath) into the temporary folder.
+the SQLite JDBC driver, and pyspark 3.5.9's (Hadoop, for ``HadoopFileIO``). Tables on the
+tests' S3 server are written with ``PlainS3FileIO.java`` (unsigned HTTP, as moto accepts:
+Iceberg's ``S3FileIO`` needs the AWS SDK, which no registry here carries). The sources are
+compiled with ``javac`` once per content (sources and classpath) into the temporary folder.
 
 Usage::
 
@@ -36,7 +38,7 @@ from peers.iceberg_java import JAVA_VENV, java_jars
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
-SOURCE = HERE / "RestCatalogServer.java"
+SOURCES = (HERE / "RestCatalogServer.java", HERE / "PlainS3FileIO.java")
 MAIN = "RestCatalogServer"
 START_TIMEOUT = 120.0
 
@@ -66,14 +68,16 @@ def compiled(cp: str) -> Path:
     """The folder holding ``RestCatalogServer.class``, compiled once per source and classpath."""
     _require(shutil.which("javac") is not None and shutil.which("java") is not None,
              "the REST catalog server needs a JDK: javac and java on PATH")
-    digest = hashlib.sha256(SOURCE.read_bytes() + b"\0" + cp.encode()).hexdigest()[:16]
+    sources = b"\0".join(source.read_bytes() for source in SOURCES)
+    digest = hashlib.sha256(sources + b"\0" + cp.encode()).hexdigest()[:16]
     build = Path(tempfile.gettempdir()) / f"puffin-rest-catalog-{digest}"
     if (build / f"{MAIN}.class").is_file():
         return build
     staging = Path(tempfile.mkdtemp(prefix="puffin-rest-catalog-build-"))
     try:
         done = subprocess.run(
-            ["nice", "-n", "10", "javac", "-nowarn", "-d", str(staging), "-cp", cp, str(SOURCE)],
+            ["nice", "-n", "10", "javac", "-nowarn", "-d", str(staging), "-cp", cp,
+             *map(str, SOURCES)],
             capture_output=True, text=True, check=False, timeout=300,
         )
         if done.returncode != 0:
@@ -91,13 +95,16 @@ def compiled(cp: str) -> Path:
 class RestCatalogServer:
     """``with RestCatalogServer(workdir) as server:`` a REST catalog at ``server.uri``.
 
-    Tables live under ``workdir/warehouse``; the server's request log is
+    Tables live under ``workdir/warehouse``, or with ``s3=(location, endpoint)`` under that
+    ``s3://`` location of the tests' S3 server; the server's request log is
     ``workdir/rest-catalog.log`` (:meth:`log`). The process is stopped on exit, error or not.
     """
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, s3: tuple[str, str] | None = None) -> None:
         self.workdir = Path(workdir)
         self.warehouse = (self.workdir / "warehouse").resolve()
+        #: ``(s3://bucket/prefix, endpoint)``: tables on the tests' S3 server instead
+        self.s3 = s3
         self.uri = ""
         self.port = 0
         self._proc: subprocess.Popen[str] | None = None
@@ -110,7 +117,7 @@ class RestCatalogServer:
         try:
             self._proc = subprocess.Popen(
                 ["nice", "-n", "10", "java", "-Xmx512m", "-cp", f"{build}:{cp}", MAIN,
-                 str(self.warehouse)],
+                 str(self.warehouse), *(self.s3 or ())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
                 cwd=self.workdir,
             )
@@ -154,5 +161,5 @@ class RestCatalogServer:
         """A pyiceberg ``RestCatalog`` on this server."""
         from pyiceberg.catalog import load_catalog
 
-        return load_catalog(name, type="rest", uri=self.uri, warehouse=str(self.warehouse),
-                            **properties)
+        warehouse = self.s3[0] if self.s3 else str(self.warehouse)
+        return load_catalog(name, type="rest", uri=self.uri, warehouse=warehouse, **properties)

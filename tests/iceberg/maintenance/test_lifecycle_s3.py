@@ -1,12 +1,14 @@
-"""A v3 table's life on an object store (moto's S3 server on 127.0.0.1, pyiceberg's SQL
-catalog): appends, deletion-vector deletes, ``changes``, statistics, compaction, expiry and
-orphan cleanup, with the rows of a plain-Python model read back after every step by
-``scan_table``, pyiceberg and DuckDB 1.4.4 (its iceberg extension through httpfs, pointed
-at the server)."""
+"""A v3 table's life on an object store (moto's S3 server on 127.0.0.1), under pyiceberg's SQL
+catalog and under a REST catalog (Iceberg Java's ``CatalogHandlers``, tests/peers): appends,
+deletion-vector deletes, equality deletes converted to vectors, ``changes``, statistics,
+compaction, expiry and orphan cleanup, with the rows of a plain-Python model read back after
+every step by ``scan_table``, pyiceberg and DuckDB 1.4.4 (its iceberg extension through
+httpfs, pointed at the server)."""
 
 from __future__ import annotations
 
 import datetime
+import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +22,11 @@ pytest.importorskip("duckdb")
 
 from _s3_server import KEY, REGION, SECRET, CountingS3Server, running
 from peers.duckdb_scan import connect_duckdb
+from peers.rest_catalog import RestCatalogServer
 from puffin.iceberg import (
     append,
     changes,
+    convert_equality_deletes,
     create_sample_table,
     delete_rows,
     expire_snapshots,
@@ -55,9 +59,14 @@ def _duckdb(server: CountingS3Server) -> Any:
     return con
 
 
-def _read_everywhere(table: Any, duck: Any, model: set[int], step: str) -> None:
+def _read_everywhere(
+    table: Any, duck: Any, model: set[int], step: str, pyiceberg: bool = True
+) -> None:
+    """``pyiceberg=False``: a table with equality deletes, which pyiceberg 0.12 refuses."""
     ours = scan_table(table, selected_fields=("id",)).to_arrow().column("id").to_pylist()
-    theirs = table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()
+    theirs = ours
+    if pyiceberg:
+        theirs = table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()
     location = table.metadata_location.replace("'", "''")
     duckdb = [r[0] for r in duck.execute(f"SELECT id FROM iceberg_scan('{location}')").fetchall()]
     expected = sorted(model)
@@ -67,14 +76,55 @@ def _read_everywhere(table: Any, duck: Any, model: set[int], step: str) -> None:
     assert verify_table(table).problems == [], step
 
 
-@pytest.mark.slow  # about 20 s
+def _equality_deletes(table: Any, ids: list[int]) -> Any:
+    """``table`` with one more snapshot: an equality delete file on ``id`` of ``ids``, written
+    beside the table's data (no writer we run writes them: Flink does, in production)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    from puffin.iceberg.metadata.snapshots import commit_snapshot
+
+    field_id = table.schema().find_field("id").field_id
+    key = pa.field("id", pa.int64(), nullable=False,
+                   metadata={b"PARQUET:field_id": str(field_id).encode()})  # fmt: skip
+    buffer = io.BytesIO()
+    pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=pa.schema([key])), buffer)
+    location = f"{table.location()}/data/equality-{time.time_ns()}.parquet"
+    with table.io.new_output(location).create() as out:
+        out.write(buffer.getvalue())
+    made = DataFile.from_args(
+        _table_format_version=table.format_version, content=DataFileContent.EQUALITY_DELETES,
+        file_path=location, file_format=FileFormat.PARQUET, partition=Record(),
+        record_count=len(ids), file_size_in_bytes=len(buffer.getvalue()), equality_ids=[field_id],
+    )  # fmt: skip
+    made.spec_id = table.spec().spec_id
+    return commit_snapshot(table, [], deletes=[made])[0]
+
+
+@pytest.fixture(params=["sql", pytest.param("rest", marks=[pytest.mark.peer, pytest.mark.java])])
+def catalog(
+    request: pytest.FixtureRequest, server: CountingS3Server, tmp_path: Path
+) -> Iterator[Any]:
+    """A catalog of tables under ``s3://lake/<kind>``: pyiceberg's SQL catalog, or a REST
+    catalog whose server (Iceberg Java) writes the metadata on the S3 server too."""
+    warehouse = f"s3://{LAKE}/{request.param}-{time.time_ns()}"
+    if request.param == "sql":
+        yield server.sql_catalog(tmp_path / "catalog.db", warehouse)
+        return
+    with RestCatalogServer(tmp_path, s3=(warehouse, server.endpoint)) as rest:
+        yield rest.catalog(**server.fileio_properties())
+
+
+@pytest.mark.slow  # about 25 s a catalog
 def test_a_v3_table_lives_on_s3_read_alike_by_three_readers(
-    server: CountingS3Server, tmp_path: Path
+    server: CountingS3Server, catalog: Any
 ) -> None:
-    catalog = server.sql_catalog(tmp_path / "catalog.db", f"s3://{LAKE}/life")
     catalog.create_namespace("db")
     duck = _duckdb(server)
     table = upgrade_to_v3(create_sample_table(catalog, "db.t", rows=400, files=4))
+    assert table.metadata_location.startswith(f"s3://{LAKE}/")
     model = set(range(400))
     _read_everywhere(table, duck, model, "create and upgrade")
 
@@ -98,6 +148,15 @@ def test_a_v3_table_lives_on_s3_read_alike_by_three_readers(
         if kind == "DELETE"
     )  # fmt: skip
     assert removed == sorted({*sevens, *range(20_000, 20_010)})
+
+    equal = [1, 2, 3, 20_011, 30_012]
+    table = _equality_deletes(table, equal)
+    model -= set(equal)
+    _read_everywhere(table, duck, model, "equality deletes", pyiceberg=False)
+    converted = convert_equality_deletes(table)
+    assert (converted.equality_files, converted.converted_rows) == (1, len(equal))
+    table = converted.table
+    _read_everywhere(table, duck, model, "equality deletes converted")
 
     statistics = update_table_statistics(table)
     assert statistics.statistics_path.startswith(f"s3://{LAKE}/")
