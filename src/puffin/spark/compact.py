@@ -33,7 +33,6 @@ from puffin.iceberg.maintenance.compact import (
     compact,
 )
 from puffin.iceberg.maintenance.file_groups import FileGroup, pack
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import pyarrow as pa
@@ -68,7 +67,7 @@ def rewrite_data_files(
     min_input_files: int = DEFAULT_MIN_INPUT_FILES,
     target_file_size_bytes: int | None = None,
     statistics: str = "update",
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     progress: bool | None = False,
     partial_progress_commits: int | None = None,
 ) -> CompactResult:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
-
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import numpy as np
     import numpy.typing as npt
@@ -27,7 +25,7 @@ __all__ = ["convert_equality_deletes"]
 
 
 def convert_equality_deletes(
-    spark: SparkSession, table: Table, *, max_attempts: int = MAX_ATTEMPTS
+    spark: SparkSession, table: Table, *, max_attempts: int | None = None
 ) -> ConvertResult:
     """Replace the table's equality delete files by deletion vectors, keys matched on Spark.
 

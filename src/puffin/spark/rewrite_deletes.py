@@ -22,7 +22,6 @@ from puffin.iceberg.maintenance.rewrite_deletes import (
 from puffin.iceberg.maintenance.rewrite_deletes import (
     rewrite_position_delete_files as rewrite_here,
 )
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     import numpy as np
@@ -41,7 +40,7 @@ def rewrite_position_delete_files(
     table: Table,
     *,
     target_file_size_bytes: int | None = None,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> RewriteDeletesResult:
     """:func:`puffin.iceberg.rewrite_position_delete_files` with the deleted positions read

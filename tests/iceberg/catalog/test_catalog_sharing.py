@@ -91,7 +91,7 @@ def test_a_writer_holding_the_lock_too_long_is_a_clean_error(
     before = _files(tmp_path)
     location = table.metadata_location
     monkeypatch.setenv("PUFFIN_CATALOG_BUSY_TIMEOUT", "0.2")
-    monkeypatch.setattr("puffin.iceberg.metadata.commits.backoff", lambda *_: 0.0)
+    monkeypatch.setattr("puffin.iceberg.metadata.commit_retry.CommitRetry.wait_s", lambda *_: 0.0)
     table = local_catalog(tmp_path).load_table("db.t")  # its connections wait 0.2 s
     with _holder(tmp_path / "catalog.db", "BEGIN IMMEDIATE"):
         with pytest.raises(CatalogLockedError, match="locked by another process") as info:

@@ -159,7 +159,7 @@ def test_lost_commits_are_retried_on_the_refreshed_table(
 
     monkeypatch.setattr(statistics, "register_statistics", lose_twice)
     monkeypatch.setattr(Table, "refresh", refresh)
-    monkeypatch.setattr("puffin.iceberg.metadata.commits.backoff", lambda *_: 0.0)
+    monkeypatch.setattr("puffin.iceberg.metadata.commit_retry.CommitRetry.wait_s", lambda *_: 0.0)
     stats = compute_table_statistics(table, max_attempts=3, progress=False)
     assert len(refreshed) == 2
     (registered,) = local_catalog(warehouse).load_table("db.t").metadata.statistics
@@ -180,7 +180,7 @@ def test_a_commit_that_keeps_losing_removes_its_file(
         raise CommitFailedException("another writer won")
 
     monkeypatch.setattr(statistics, "register_statistics", lose)
-    monkeypatch.setattr("puffin.iceberg.metadata.commits.backoff", lambda *_: 0.0)
+    monkeypatch.setattr("puffin.iceberg.metadata.commit_retry.CommitRetry.wait_s", lambda *_: 0.0)
     with pytest.raises(CommitConflictError, match="lost to concurrent commits 3 times"):
         compute_table_statistics(table, max_attempts=3, progress=False)
     assert len(calls) == 3

@@ -134,7 +134,7 @@ def test_a_commit_that_keeps_losing_removes_the_data_files(
         raise CommitFailedException("another writer won")
 
     monkeypatch.setattr("puffin.iceberg.metadata.v3.commit", lose)
-    monkeypatch.setattr("puffin.iceberg.metadata.commits.backoff", lambda *_: 0.0)
+    monkeypatch.setattr("puffin.iceberg.metadata.commit_retry.CommitRetry.wait_s", lambda *_: 0.0)
     with pytest.raises(CommitConflictError):
         append(table, sample_batch(10, start=100), max_attempts=2)
     after = {p for p in tmp_path.rglob("*") if p.is_file() and "catalog.db" not in p.name}

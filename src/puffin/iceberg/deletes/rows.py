@@ -25,7 +25,7 @@ from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.deletes.merge import MergedDeletes, Positions, live_rows, merge_deletes
 from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
 from puffin.iceberg.deletes.vectors import data_file_path, write_vectors
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.delete_filter import DeleteFilter
 from puffin.iceberg.scan.matching import matching_by_file
@@ -112,7 +112,7 @@ def delete_rows(
     table: Table,
     where: BooleanExpression | str,
     *,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     allow_all_rows: bool = True,
     progress: bool | None = False,
 ) -> DeleteResult:
@@ -130,7 +130,8 @@ def delete_rows(
         ColumnNotFoundError: ``where`` names a column the table does not have.
         UsageError: ``where`` does not parse, or compares a column with a literal that is
             not a value of its type; or it matches every row and ``allow_all_rows`` is off.
-        CommitConflictError: concurrent commits won ``max_attempts`` times.
+        CommitConflictError: concurrent commits won every attempt the table's
+            ``commit.retry.*`` properties allow (``max_attempts``: that many).
     """
     require_v2_or_v3(table, "delete_rows")
     checked = check_where(table, where)
@@ -154,7 +155,7 @@ def commit_deletion_vectors(
     table: Table,
     vectors: Mapping[Any, Any],
     *,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     allow_all_rows: bool = True,
 ) -> DeleteResult:
     """Commit deleted positions computed elsewhere (``{data file: positions}``), merged.
@@ -183,7 +184,7 @@ def _commit_loop(
     table: Table,
     positions_for: Callable[[Table, Sequence[PlannedFile]], Positions],
     *,
-    max_attempts: int,
+    max_attempts: int | None,
     allow_all_rows: bool,
     prune: BooleanExpression | None = None,
     progress: bool | None = False,

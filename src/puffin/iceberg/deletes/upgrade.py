@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
 from puffin.iceberg.metadata import v3
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, main_branch_requirements, with_retries
+from puffin.iceberg.metadata.commits import main_branch_requirements, with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import PlannedFile, plan_files
 
@@ -29,7 +29,7 @@ __all__ = ["upgrade_to_v3"]
 def upgrade_to_v3(
     table: Table,
     *,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     positions: Mapping[str, Any] | None = None,
 ) -> Table:
     """The table at format version 3, with its position deletes turned into deletion vectors.

@@ -37,9 +37,9 @@ from puffin.iceberg.maintenance.file_groups import (
     planned_files,
     unapplied_equality_deletes,
 )
+from puffin.iceberg.metadata.commit_retry import commit_attempts
 from puffin.iceberg.metadata.commits import (
     COMMITS_PER_ATTEMPT,
-    MAX_ATTEMPTS,
     REBASE_BACKOFF_S,
     Redos,
     with_retries,
@@ -120,7 +120,7 @@ class CompactOptions:
     min_input_files: int = DEFAULT_MIN_INPUT_FILES
     target_file_size_bytes: int | None = None
     statistics: str = "update"
-    max_attempts: int = MAX_ATTEMPTS
+    max_attempts: int | None = None
     progress: bool | None = False
     partial_progress_commits: int | None = None
 
@@ -142,7 +142,7 @@ def rewrite_data_files(
     min_input_files: int = DEFAULT_MIN_INPUT_FILES,
     target_file_size_bytes: int | None = None,
     statistics: str = "update",
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     progress: bool | None = False,
     partial_progress_commits: int | None = None,
 ) -> CompactResult:
@@ -156,8 +156,9 @@ def rewrite_data_files(
     and ``_last_updated_sequence_number``. One ``replace`` snapshot; when another writer
     commits first, the new files are committed on the table as it then is, unless that
     commit touched what they replace (:mod:`.compact_commit`; on v3 a new deletion vector of
-    a rewritten file is carried into the new files); then the files are written again, up to
-    ``max_attempts`` times. ``statistics="update"`` keeps the table's statistics with the
+    a rewritten file is carried into the new files); then the files are written again, as
+    often as the table's ``commit.retry.*`` properties allow attempts (``max_attempts``:
+    that many). ``statistics="update"`` keeps the table's statistics with the
     new snapshot (see the module docstring); ``"none"`` leaves them.
 
     ``partial_progress_commits=N`` commits the file groups (:mod:`.file_groups`) in up to N
@@ -203,7 +204,8 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
         replace (:mod:`.compact_commit`)."""
         work: list[Rewritten] = []
         data_files: list[str] = []  # kept across lost races, removed if the job fails
-        redos = Redos(options.max_attempts, "compaction")
+        attempts = commit_attempts(table, options.max_attempts)
+        redos = Redos(attempts, "compaction")
         known: list[Since | None] = [None]  # the commits since the work started, read once
 
         def once(table: Table, number: int, written: list[str]) -> CompactResult:
@@ -231,7 +233,7 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
                 return CompactResult.nothing(table, number)
             return _commit(table, work[0], written, number, carried)
 
-        commits = options.max_attempts * COMMITS_PER_ATTEMPT
+        commits = attempts * COMMITS_PER_ATTEMPT
         return with_retries(table, once, commits, kept=data_files, max_backoff=REBASE_BACKOFF_S)
 
     snapshot = table.current_snapshot()

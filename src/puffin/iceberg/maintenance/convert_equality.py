@@ -27,7 +27,7 @@ from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.position_files import write_position_deletes
 from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.deletes.vectors import write_vectors
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import with_retries
 from puffin.iceberg.metadata.delete_files import is_equality_delete, live_delete_files
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.delete_filter import DeleteFilter
@@ -71,7 +71,7 @@ class ConvertResult:
 def convert_equality_deletes(
     table: Table,
     *,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     progress: bool | None = False,
     match: Matcher | None = None,
 ) -> ConvertResult:

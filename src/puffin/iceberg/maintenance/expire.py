@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Deleter", "ExpireResult", "delete_here", "expire_snapshots"]
 
-MAX_ATTEMPTS = 4
 #: Readings of what the table reaches after the commit, while a commit in flight settles
 #: (about three seconds of backoff), and how recent a newer metadata file is waited for.
 _SETTLE_ATTEMPTS = 6
@@ -122,7 +121,7 @@ def expire_snapshots(
         requirements = _requirements(current, StillExpired(expired, cutoff_ms, retain_last))
         return commit(current, requirements, _updates(current.metadata, expired))
 
-    committed = with_retries(table, attempt, MAX_ATTEMPTS)
+    committed = with_retries(table, attempt)
     old, removed = done[0]
     deletions = Deletions(committed, TableLocations.of(committed, allow_prefixes))
     left: list[str] = []

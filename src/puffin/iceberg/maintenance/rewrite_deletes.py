@@ -28,9 +28,9 @@ from puffin.iceberg.deletes.merge import live_positions
 from puffin.iceberg.deletes.position_files import delete_granularity, write_position_deletes
 from puffin.iceberg.deletes.rows import require_v2_or_v3
 from puffin.iceberg.deletes.vectors import write_vectors
+from puffin.iceberg.metadata.commit_retry import commit_attempts
 from puffin.iceberg.metadata.commits import (
     COMMITS_PER_ATTEMPT,
-    MAX_ATTEMPTS,
     REBASE_BACKOFF_S,
     Redos,
     with_retries,
@@ -122,7 +122,7 @@ def rewrite_position_delete_files(
     table: Table,
     *,
     target_file_size_bytes: int | None = None,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     progress: Callable[[str], None] | None = None,
     positions: PositionReader = positions_here,
 ) -> RewriteDeletesResult:
@@ -147,8 +147,9 @@ def rewrite_position_delete_files(
     """
     require_v2_or_v3(table, "rewrite_position_delete_files")
     target = _target_size(table, target_file_size_bytes)
-    job = _Job(target, progress or (lambda message: None), positions, max_attempts)
-    commits = max_attempts * COMMITS_PER_ATTEMPT
+    attempts = commit_attempts(table, max_attempts)
+    job = _Job(target, progress or (lambda message: None), positions, attempts)
+    commits = attempts * COMMITS_PER_ATTEMPT
     return with_retries(table, job.attempt, commits, kept=job.files, max_backoff=REBASE_BACKOFF_S)
 
 
@@ -271,7 +272,7 @@ def rewrite_deletion_vectors(
     table: Table,
     *,
     target_file_size_bytes: int | None = None,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> RewriteDeletesResult:
     """:func:`rewrite_position_delete_files`, by the name it had when it served v3 only."""

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from puffin.iceberg.deletes.rows import require_v2_or_v3
+from puffin.iceberg.metadata.commit_retry import commit_attempts
 from puffin.iceberg.metadata.commits import (
     COMMITS_PER_ATTEMPT,
-    MAX_ATTEMPTS,
     REBASE_BACKOFF_S,
     Redos,
     with_retries,
@@ -53,7 +53,7 @@ class RewriteManifestsResult:
 
 
 def rewrite_manifests(
-    table: Table, *, target_size_bytes: int | None = None, max_attempts: int = MAX_ATTEMPTS
+    table: Table, *, target_size_bytes: int | None = None, max_attempts: int | None = None
 ) -> RewriteManifestsResult:
     """Rewrite the current snapshot's data manifests, clustered by partition, into manifests
     of about ``target_size_bytes`` (default the table's ``commit.manifest.target-size-bytes``,
@@ -78,7 +78,8 @@ def rewrite_manifests(
         raise UsageError(f"the target manifest size must be positive: {target}")
 
     work = _Work()
-    redos = Redos(max_attempts, "manifest rewrite")
+    attempts = commit_attempts(table, max_attempts)
+    redos = Redos(attempts, "manifest rewrite")
 
     def attempt(table: Table, number: int, written: list[str]) -> RewriteManifestsResult:
         snapshot = table.current_snapshot()
@@ -108,7 +109,7 @@ def rewrite_manifests(
         return RewriteManifestsResult(committed, new.snapshot_id, before, after,
                                       work.counts[0], number)  # fmt: skip
 
-    commits = max_attempts * COMMITS_PER_ATTEMPT
+    commits = attempts * COMMITS_PER_ATTEMPT
     return with_retries(table, attempt, commits, kept=work.files, max_backoff=REBASE_BACKOFF_S)
 
 

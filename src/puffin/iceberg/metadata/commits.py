@@ -5,7 +5,8 @@ commits through :func:`with_retries`; an embedded catalog that another process k
 is retried the same way, and ends in :class:`~puffin.errors.CatalogLockedError`.  An
 attempt works on the table as it is now and lists the files it writes; when another writer
 wins the race, those files are removed, the table is refreshed and the attempt runs again,
-a bounded number of times with backoff.  A commit whose outcome the catalog cannot tell
+as often and as long as the table's ``commit.retry.*`` properties allow
+(:mod:`.commit_retry`), with backoff.  A commit whose outcome the catalog cannot tell
 (``CommitStateUnknownException``) keeps its files: the table may already reference them.
 """
 
@@ -30,6 +31,7 @@ from puffin.iceberg.catalog.sqlite import (
     locked_error,
     require_writable_catalog,
 )
+from puffin.iceberg.metadata.commit_retry import NUM_RETRIES, CommitRetry
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import committing, file_gone, missing_location, vanished
 from puffin.io.stores import first_line, store_failed
@@ -52,9 +54,11 @@ __all__ = [
     "with_retries",
 ]
 
-#: Attempts before a commit that keeps losing to concurrent commits gives up.
+#: Iceberg Java's default attempts (``commit.retry.num-retries`` 4, and the first): where a
+#: bound is needed without a table at hand.
 MAX_ATTEMPTS = 5
-#: The first backoff in seconds; it doubles with each attempt, with jitter, up to the last.
+#: The first backoff in seconds of a wait that is not a commit's (:func:`backoff`); it
+#: doubles with each attempt, with jitter, up to the last.
 BACKOFF_S = 0.05
 MAX_BACKOFF_S = 2.0
 #: A job whose work outlives a lost race (committed again on the refreshed table, not done
@@ -69,13 +73,15 @@ _T = TypeVar("_T")
 def with_retries(
     table: Table,
     attempt: Callable[[Table, int, list[str]], _T],
-    max_attempts: int,
+    max_attempts: int | None = None,
     *,
     kept: Sequence[str] = (),
     present: Sequence[str] = (),
-    max_backoff: float = MAX_BACKOFF_S,
+    max_backoff: float | None = None,
 ) -> _T:
-    """``attempt(table, number, written)`` until it commits, at most ``max_attempts`` times.
+    """``attempt(table, number, written)`` until it commits, as often and as long as the
+    table's ``commit.retry.*`` properties allow (:class:`.CommitRetry`; ``max_attempts``
+    overrides the number).
 
     Each attempt works on the table as refreshed after the last lost race and lists the
     files it writes in ``written``; when it fails they are removed.  ``kept`` are files
@@ -86,13 +92,20 @@ def with_retries(
     produced found gone ends it in :class:`WrittenFileGoneError`; any other error ends the
     loop as it is.  Nothing is removed when the commit state is unknown.  Before the catalog
     swap, the files written, ``kept`` and ``present`` (files the commit registers but did not
-    write) must all exist (:mod:`.presence`). The backoff between attempts doubles up to
-    ``max_backoff`` seconds (with jitter).
+    write) must all exist (:mod:`.presence`). ``max_backoff`` caps each wait below the
+    table's ``commit.retry.max-wait-ms``.
     """
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    try:
+        policy = CommitRetry.of(table)
+    except UsageError as exc:  # a property Java could not read: nothing is committed
+        _discard(table, kept, exc)
+        raise
+    attempts = policy.attempts if max_attempts is None else max_attempts
+    if attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {attempts}")
     require_writable_location(table)
-    for number in range(1, max_attempts + 1):
+    started = time.monotonic()
+    for number in range(1, attempts + 1):
         written: list[str] = []
         try:
             if number > 1:
@@ -107,7 +120,10 @@ def with_retries(
                 raise _read_only_catalog_error(table) from exc
             gone = vanished(exc, [*written, *kept])
             retry = gone is None and (is_conflict(exc) or _table_file_missing(table, exc))
-            last = number == max_attempts or not retry
+            wait = policy.wait_s(number, max_backoff)
+            spent = time.monotonic() - started
+            late = spent + wait > policy.total_timeout_ms / 1000
+            last = number == attempts or not retry or late
             _discard(table, [*written, *(kept if last else ())], exc)
             if gone is not None:  # a cleanup beside the writer took it: nothing committed
                 raise file_gone(gone) from exc
@@ -116,8 +132,8 @@ def with_retries(
             if not retry:
                 raise
             if last:
-                raise _gave_up(table, exc, number) from exc
-        time.sleep(backoff(number, max_backoff))
+                raise _gave_up(table, exc, (number, spent), policy) from exc
+        time.sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -221,7 +237,11 @@ def _table_file_missing(table: Table, exc: BaseException) -> bool:
     return location is not None and TableLocations.of(table).owns(location)
 
 
-def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:
+def _gave_up(
+    table: Table, exc: BaseException, tried: tuple[int, float], policy: CommitRetry
+) -> Exception:
+    """Why the loop ends after ``tried`` (attempts, seconds spent) lost attempts."""
+    attempts, spent = tried
     if is_locked(exc):
         return locked_error(table.catalog, attempts)
     location = missing_location(exc)
@@ -231,9 +251,13 @@ def _gave_up(table: Table, exc: BaseException, attempts: int) -> Exception:
             "committed and the files written for it were removed; "
             f"{table_command(table, 'verify')} lists every missing file"
         )
+    raise_it = table_command(table, "alter", "--set-property",
+                             f"{NUM_RETRIES}={2 * policy.num_retries + 1}")  # fmt: skip
     return CommitConflictError(
-        f"the commit lost to concurrent commits {attempts} times ({exc}); nothing was "
-        "committed and the files written for it were removed"
+        f"the commit lost to concurrent commits {attempts} times in {spent:.1f} s "
+        f"({policy.describe()}; last: {first_line(exc)}); nothing was committed and the "
+        f"files written for it were removed. Run it again, or let commits retry longer: "
+        f"{raise_it}"
     )
 
 

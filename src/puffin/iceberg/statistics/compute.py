@@ -25,7 +25,7 @@ from puffin.iceberg.scan.columns import (
 )
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.scan.rows import RowReader
-from puffin.iceberg.statistics.files import MAX_ATTEMPTS, write_statistics_file
+from puffin.iceberg.statistics.files import write_statistics_file
 from puffin.io.stores import says_store_failures
 from puffin.support.progress import Progress
 
@@ -100,7 +100,7 @@ def compute_table_statistics(
     lg_k: int = 12,
     commit: bool = True,
     progress: bool | None = None,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
 ) -> StatisticsFile:
     """Compute NDV sketches for a snapshot, write them to a Puffin file and commit it.
 
@@ -115,7 +115,8 @@ def compute_table_statistics(
             (replacing the snapshot's previous statistics file, as Java does); v3 tables,
             whose metadata pyiceberg 0.12 cannot write, through :mod:`puffin.iceberg.metadata.v3`.
         progress: draw a progress bar on stderr; default only when stderr is a terminal.
-        max_attempts: commits tried, each on the refreshed table, before giving up.
+        max_attempts: commits tried, each on the refreshed table, before giving up
+            (default: as the table's ``commit.retry.*`` properties say).
 
     Returns:
         The ``StatisticsFile`` (also committed unless ``commit=False``).
@@ -124,7 +125,7 @@ def compute_table_statistics(
         SnapshotNotFoundError: no such snapshot, or the table is empty.
         ColumnNotFoundError: a named column is not in the snapshot's schema.
         UnsupportedTableError: data files that are not Parquet.
-        CommitConflictError: concurrent commits won ``max_attempts`` times (the file
+        CommitConflictError: concurrent commits won every attempt (the file
             written is removed).
 
     Example::

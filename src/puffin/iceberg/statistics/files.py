@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from puffin.metadata import BlobMetadata
 
 __all__ = [
-    "MAX_ATTEMPTS",
     "NDV_UPPER_BOUND",
     "THETA_BLOB_TYPE",
     "ColumnStatistics",
@@ -51,8 +50,6 @@ THETA_BLOB_TYPE = standard.APACHE_DATASKETCHES_THETA_V1
 #: Blob property (``"true"``) of a sketch carried over deletes by an incremental update: it
 #: still counts values of deleted rows, so its ``ndv`` is an upper bound (as in Trino).
 NDV_UPPER_BOUND = "iceberg-puffin.ndv-upper-bound"
-#: Commits tried before a statistics commit that keeps losing gives up.
-MAX_ATTEMPTS = 8
 
 
 def _new_stats_location(table: Table, snapshot_id: int) -> str:
@@ -71,7 +68,7 @@ def write_statistics_file(
     snapshot_id: int,
     sequence_number: int,
     commit: bool = True,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     blob_properties: Mapping[str, str] | None = None,
 ) -> StatisticsFile:
     """Write ``(field id, sketch)`` pairs as ``<snapshot-id>-<uuid>.stats`` and register it.
@@ -79,12 +76,13 @@ def write_statistics_file(
     The file goes under the table's metadata folder through the table's FileIO (or straight
     to disk for local tables), one zstd ``apache-datasketches-theta-v1`` blob per field with
     its ``ndv``.  With ``commit`` (the default) it replaces the snapshot's statistics file
-    in the table metadata, retried up to ``max_attempts`` times on conflicts.  Shared by
+    in the table metadata, retried on conflicts as the table's ``commit.retry.*``
+    properties say (``max_attempts``: that many attempts instead).  Shared by
     :func:`compute_table_statistics` and :func:`puffin.spark.compute_table_statistics`,
     which differ only in how they sketch.  ``blob_properties`` are added to every blob
     after ``ndv`` (:data:`NDV_UPPER_BOUND` for statistics carried over deletes).
     """
-    if max_attempts < 1:
+    if max_attempts is not None and max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
     location = _new_stats_location(table, snapshot_id)
     file_size, footer_size, blobs = _write_stats_file(
@@ -119,7 +117,7 @@ def register_statistics(table: Table, stats: StatisticsFile) -> None:
     table.metadata_location = committed.metadata_location
 
 
-def _commit(table: Table, stats: StatisticsFile, max_attempts: int) -> None:
+def _commit(table: Table, stats: StatisticsFile, max_attempts: int | None) -> None:
     """Register ``stats``; after a lost race the table is refreshed and the same file is
     registered again: it describes a snapshot, not the table's current state, so it is
     written once, and removed only when the commit finally fails."""

@@ -21,7 +21,6 @@ from puffin.iceberg.scan.columns import resolve_columns, snapshot_schema
 from puffin.iceberg.scan.plan import plan_files
 from puffin.iceberg.statistics.compute import compute_table_statistics, sketch_files, sketchable
 from puffin.iceberg.statistics.files import (
-    MAX_ATTEMPTS,
     NDV_UPPER_BOUND,
     read_table_statistics,
     write_statistics_file,
@@ -44,7 +43,7 @@ def update_table_statistics(
     full: bool = False,
     lg_k: int = 12,
     progress: bool | None = None,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
 ) -> StatisticsFile:
     """Bring the table's statistics to its current snapshot and commit them.
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from puffin.errors import UsageError
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS, with_retries
+from puffin.iceberg.metadata.commits import with_retries
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.plan import plan_files
 from puffin.io.locations import location_key
@@ -29,7 +29,7 @@ __all__ = ["add_files", "data_file_location"]
 
 
 def add_files(
-    table: Table, paths: Sequence[str], *, max_attempts: int = MAX_ATTEMPTS
+    table: Table, paths: Sequence[str], *, max_attempts: int | None = None
 ) -> Table:
     """Register existing Parquet files as data files of ``table``, without rewriting them.
 

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import InterruptedAfterCommit, UsageError
 from puffin.iceberg.catalog.advice import table_command
 from puffin.iceberg.metadata.commits import (
-    MAX_ATTEMPTS,
     committed_or_interrupted,
     with_retries,
 )
@@ -56,7 +55,7 @@ def append(
     data: pa.Table | pa.RecordBatchReader,
     *,
     statistics: str = "update",
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
 ) -> Table:
     """Append ``data`` to ``table`` in one ``append`` snapshot; returns the table as committed
     (its current snapshot is the one this call committed, whatever came after).
@@ -108,7 +107,7 @@ def commit_written(
     files: Sequence[DataFile],
     *,
     follow: bool,
-    max_attempts: int,
+    max_attempts: int | None,
 ) -> Table:
     """The commit loop for data files written once (removed if it finally fails), then the
     statistics that follow; an interrupt after the commit names them when they did not."""

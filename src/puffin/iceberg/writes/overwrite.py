@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from puffin.errors import UsageError
 from puffin.iceberg.deletes.merge import merge_deletes
 from puffin.iceberg.deletes.vectors import write_vectors
-from puffin.iceberg.metadata.commits import MAX_ATTEMPTS
 from puffin.iceberg.metadata.snapshots import commit_snapshot
 from puffin.iceberg.scan.matching import matching_by_file
 from puffin.iceberg.scan.plan import plan_files
@@ -35,7 +34,7 @@ def overwrite(
     where: BooleanExpression | str,
     *,
     statistics: str = "update",
-    max_attempts: int = MAX_ATTEMPTS,
+    max_attempts: int | None = None,
 ) -> Table:
     """Delete the rows matching ``where`` and append ``data``, in one ``overwrite`` snapshot.
 

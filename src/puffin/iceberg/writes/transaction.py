@@ -26,11 +26,10 @@ __all__ = ["RESERVED_FIELD_IDS", "check_changes", "transaction"]
 
 #: Field ids Iceberg reserves for metadata columns (``Integer.MAX_VALUE - 200`` and up).
 RESERVED_FIELD_IDS = 2**31 - 1 - 200
-MAX_ATTEMPTS = 4
 
 
 @contextmanager
-def transaction(table: Table, *, max_attempts: int = MAX_ATTEMPTS) -> Iterator[Transaction]:
+def transaction(table: Table, *, max_attempts: int | None = None) -> Iterator[Transaction]:
     """A pyiceberg ``Transaction`` on ``table``, committed when the block ends without error.
 
     Its builders are pyiceberg's own: ``update_schema()``, ``update_spec()``,
