@@ -19,7 +19,7 @@ JAVA_PINS    := pyspark==3.5.9 snowpark-connect-deps-iceberg==1.0.3 pyarrow==26.
 NODE_PEERS   := .node-peers
 NODE_PINS    := azurite@3.35.0
 
-.PHONY: venv peers test test-fast demo lint fuzz bench mutation clean FORCE
+.PHONY: venv peers postgres test test-fast demo lint fuzz bench mutation clean FORCE
 
 venv: $(STAMP)
 
@@ -30,7 +30,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 peers: $(SAIL_VENV)/.installed-stamp $(DUCK15_VENV)/.installed-stamp $(JAVA_VENV)/jars/.stamp \
-	$(NODE_PEERS)/.stamp
+	$(NODE_PEERS)/.stamp postgres
+
+# Debian's PostgreSQL server for the shared-catalog tests (tests/_postgres.py), installed where
+# missing; the tests fail under `make test` without it.
+postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { command -v apt-get >/dev/null && apt-get install -y -q postgresql >/dev/null; } || \
+	  echo "no PostgreSQL server and no apt-get to install it: the PostgreSQL tests will fail"
 
 # Azurite, Microsoft's Azure Storage emulator (tests/_emulators.py), from the npm registry.
 # Without npm the Azure tests skip and say so; everything else runs.
