@@ -2,15 +2,12 @@
 ``tests/_postgres.py``), the catalog teams share between machines.
 
 Every table job keeps the rows of a plain-Python model, read back by ``scan_table`` and
-pyiceberg; writers in several processes commit appends and deletion-vector deletes beside
-each other, every commit lands (with the default ``commit.retry.*`` properties), and the
-table holds exactly what they committed, each row id once.
+pyiceberg. Many writers at once: ``test_many_writers.py``.
 """
 
 from __future__ import annotations
 
 import datetime
-import multiprocessing
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,58 +94,4 @@ def test_every_job_keeps_the_model_rows(pg: Postgres, tmp_path: Path) -> None:
     assert [Path(o.path.removeprefix("file://")) for o in done.removed] == [stray]
     table = pg.catalog(tmp_path, name=table.catalog.name).load_table("db.t")
     assert _ids(table) == sorted(model)
-    assert verify_table(table).problems == []
-
-
-def _writer(uri: str, name: str, warehouse: str, worker: int, commits: int, out: Any) -> None:
-    """Appends of its own rows and deletes of base rows (the same data files as every other
-    writer's deletes) in turn; what it committed goes to ``out``."""
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    table = SqlCatalog(name, uri=uri, warehouse=warehouse).load_table("db.t")
-    added: list[int] = []
-    deleted: list[int] = []
-    for k in range(commits):
-        if k % 2 == 0:
-            first = 1_000_000 * (worker + 1) + 100 * k
-            table = append(table, sample_batch(10, start=first, seed=k), statistics="none")
-            added += range(first, first + 10)
-        else:
-            victims = [n for n in range(BASE) if n % 50 == k and n // 50 % 8 == worker]
-            table = delete_rows(table, _in(victims or [-1])).table
-            deleted += victims
-    out.put((added, deleted))
-
-
-@pytest.mark.slow  # about 40 s
-def test_writers_in_processes_all_land(pg: Postgres, tmp_path: Path) -> None:
-    writers, commits = 4, 10
-    catalog = pg.catalog(tmp_path)
-    catalog.create_namespace("db")
-    table = upgrade_to_v3(create_sample_table(catalog, "db.t", rows=BASE, files=2))
-    snapshots = len(table.metadata.snapshots)
-    context = multiprocessing.get_context("spawn")
-    out = context.Queue()
-    shared = (pg.uri, catalog.name, catalog.properties["warehouse"])
-    procs = [
-        context.Process(target=_writer, args=(*shared, w, commits, out)) for w in range(writers)
-    ]
-    for p in procs:
-        p.start()
-    try:
-        results = [out.get(timeout=300) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=60)
-            if p.is_alive():
-                p.kill()
-    assert all(p.exitcode == 0 for p in procs)
-    model = set(range(BASE))
-    for added, deleted in results:
-        model = (model | set(added)) - set(deleted)
-    table = table.refresh()
-    assert _ids(table) == sorted(model)
-    row_ids = scan_table(table, selected_fields=("_row_id",)).to_arrow().column(0).to_pylist()
-    assert len(set(row_ids)) == len(row_ids) == len(model)
-    assert len(table.metadata.snapshots) == snapshots + writers * commits
     assert verify_table(table).problems == []

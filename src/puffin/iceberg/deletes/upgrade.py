@@ -38,14 +38,17 @@ def upgrade_to_v3(
     position-delete files, the same commit adds a ``replace`` snapshot in which every data
     file they apply to has one deletion vector holding its deleted positions, and the
     position-delete files are removed.  A v3 table is returned as it is.  ``positions``
-    (``{data file: positions}``, computed elsewhere from those files: Spark) is used for
-    the first attempt instead of reading the delete files here; a retry after a concurrent
-    commit reads them again.  It must hold every deleted position of those files, keyed by
-    the data files' paths as the manifests write them: a data file missing from it keeps no
-    deletes (its position-delete files are removed all the same).  A key that is not a live
-    data file, or a position past a data file's end, is a ``ValueError``.
+    (``{data file: positions}``, computed elsewhere from those files: Spark) is used while
+    the table is the version given, instead of reading the delete files here; an attempt
+    after a concurrent commit reads them again.  It must hold every deleted position of
+    those files, keyed by the data files' paths as the manifests write them: a data file
+    missing from it keeps no deletes (its position-delete files are removed all the same).
+    A key that is not a live data file, or a position past a data file's end, is a
+    ``ValueError``.
     """
     from pyiceberg.table.update import UpgradeFormatVersionUpdate
+
+    given_for = table.metadata_location  # ``positions`` describe this version of the table
 
     def attempt(table: Table, number: int, written: list[str]) -> Table:
         if table.metadata.format_version >= 3:  # already, or upgraded by the winner
@@ -54,7 +57,7 @@ def upgrade_to_v3(
         upgrade = UpgradeFormatVersionUpdate.model_validate({"format-version": 3})
         # Equality deletes stay as they are (v3 keeps them): the vectors hold positions only.
         planned = [] if snapshot is None else _positional(table, snapshot)
-        given = positions if number == 1 else None
+        given = positions if table.metadata_location == given_for else None
         if snapshot is None:
             return v3.commit(table, main_branch_requirements(table, snapshot), [upgrade])
         merged = merge_deletes(

@@ -234,7 +234,9 @@ def compact(table: Table, rewriter: Rewriter, options: CompactOptions) -> Compac
             return _commit(table, work[0], written, number, carried)
 
         commits = attempts * COMMITS_PER_ATTEMPT
-        return with_retries(table, once, commits, kept=data_files, max_backoff=REBASE_BACKOFF_S)
+        return with_retries(
+            table, once, commits, kept=data_files, max_backoff=REBASE_BACKOFF_S, first_turn=False
+        )
 
     snapshot = table.current_snapshot()
     if options.partial_progress_commits is None or snapshot is None:

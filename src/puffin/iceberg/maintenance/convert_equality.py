@@ -117,7 +117,8 @@ def convert_equality_deletes(
         counts = (len(equality), len(merged.positions), merged.newly_deleted)
         return ConvertResult(committed, new.snapshot_id, *counts, attempts=number)
 
-    return with_retries(table, attempt, max_attempts)
+    # The first attempt reads the data files the keys may match: no turn held meanwhile.
+    return with_retries(table, attempt, max_attempts, first_turn=False)
 
 
 def _matched(

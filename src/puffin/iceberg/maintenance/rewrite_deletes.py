@@ -150,7 +150,9 @@ def rewrite_position_delete_files(
     attempts = commit_attempts(table, max_attempts)
     job = _Job(target, progress or (lambda message: None), positions, attempts)
     commits = attempts * COMMITS_PER_ATTEMPT
-    return with_retries(table, job.attempt, commits, kept=job.files, max_backoff=REBASE_BACKOFF_S)
+    return with_retries(
+        table, job.attempt, commits, kept=job.files, max_backoff=REBASE_BACKOFF_S, first_turn=False
+    )
 
 
 class _Job:

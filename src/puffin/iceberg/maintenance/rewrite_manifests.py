@@ -110,7 +110,9 @@ def rewrite_manifests(
                                       work.counts[0], number)  # fmt: skip
 
     commits = attempts * COMMITS_PER_ATTEMPT
-    return with_retries(table, attempt, commits, kept=work.files, max_backoff=REBASE_BACKOFF_S)
+    return with_retries(
+        table, attempt, commits, kept=work.files, max_backoff=REBASE_BACKOFF_S, first_turn=False
+    )
 
 
 @dataclass

@@ -12,6 +12,7 @@ as often and as long as the table's ``commit.retry.*`` properties allow
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ from puffin.iceberg.catalog.sqlite import (
     require_writable_catalog,
 )
 from puffin.iceberg.metadata.commit_retry import NUM_RETRIES, CommitRetry
+from puffin.iceberg.metadata.commit_turns import turn
 from puffin.iceberg.metadata.manifests import remove_files
 from puffin.iceberg.metadata.presence import committing, file_gone, missing_location, vanished
 from puffin.io.stores import first_line, store_failed
@@ -78,6 +80,7 @@ def with_retries(
     kept: Sequence[str] = (),
     present: Sequence[str] = (),
     max_backoff: float | None = None,
+    first_turn: bool = True,
 ) -> _T:
     """``attempt(table, number, written)`` until it commits, as often and as long as the
     table's ``commit.retry.*`` properties allow (:class:`.CommitRetry`; ``max_attempts``
@@ -93,7 +96,9 @@ def with_retries(
     loop as it is.  Nothing is removed when the commit state is unknown.  Before the catalog
     swap, the files written, ``kept`` and ``present`` (files the commit registers but did not
     write) must all exist (:mod:`.presence`). ``max_backoff`` caps each wait below the
-    table's ``commit.retry.max-wait-ms``.
+    table's ``commit.retry.max-wait-ms``. Each attempt holds the table's turn
+    (:mod:`.commit_turns`: this library's writers wait for each other rather than lose),
+    the first only with ``first_turn`` (a job whose first attempt is long work passes False).
     """
     try:
         policy = CommitRetry.of(table)
@@ -108,10 +113,11 @@ def with_retries(
     for number in range(1, attempts + 1):
         written: list[str] = []
         try:
-            if number > 1:
-                table = table.refresh()  # may find the catalog locked too: retried alike
-            with committing(written, kept, present):
-                return attempt(table, number, written)
+            with _turn(table, number > 1 or first_turn) as waited:
+                if number > 1 or waited:  # another commit may have landed meanwhile
+                    table = table.refresh()  # may find the catalog locked: retried alike
+                with committing(written, kept, present):
+                    return attempt(table, number, written)
         except InterruptedAfterCommit:
             raise  # the table references every file written: none is removed
         except BaseException as exc:
@@ -135,6 +141,10 @@ def with_retries(
                 raise _gave_up(table, exc, (number, spent), policy) from exc
         time.sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _turn(table: Table, take: bool) -> contextlib.AbstractContextManager[bool]:
+    return turn(table) if take else contextlib.nullcontext(False)
 
 
 class Redos:

@@ -1,0 +1,111 @@
+"""Many writers of one table at once, each in its own process: appends of their own rows and
+deletion-vector deletes of shared data files, in turn, as fast as they can. With the default
+``commit.retry.*`` properties every commit lands (this library's writers take turns at the
+commit: ``metadata/commit_turns.py``), and the table holds exactly what they committed, each
+row id once, read alike by ``scan_table`` and pyiceberg. On the embedded SQLite catalog and
+on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyiceberg")
+
+from _postgres import Postgres, postgres_server
+from puffin.iceberg import (
+    append,
+    create_sample_table,
+    delete_rows,
+    local_catalog,
+    sample_batch,
+    scan_table,
+    upgrade_to_v3,
+    verify_table,
+)
+
+BASE = 400
+WRITERS, COMMITS = 8, 50
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[Postgres]:
+    with postgres_server() as server:
+        yield server
+
+
+def _open(place: tuple[str, ...]) -> Any:
+    """The catalog ``place`` names: ``("sqlite", warehouse)`` or ``("postgres", uri, name,
+    warehouse)``."""
+    if place[0] == "sqlite":
+        return local_catalog(place[1])
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return SqlCatalog(place[2], uri=place[1], warehouse=place[3])
+
+
+def _writer(place: tuple[str, ...], worker: int, out: Any) -> None:
+    """Appends of its own rows and deletes of base rows (in the data files every other
+    writer deletes from too) in turn; what it committed goes to ``out``."""
+    table = _open(place).load_table("db.t")
+    added: list[int] = []
+    deleted: list[int] = []
+    for k in range(COMMITS):
+        if k % 2 == 0:
+            first = 1_000_000 * (worker + 1) + 100 * k
+            table = append(table, sample_batch(5, start=first, seed=k), statistics="none")
+            added += range(first, first + 5)
+        else:
+            victim = 50 * worker + k  # base rows: 50 a writer
+            table = delete_rows(table, f"id in ({victim})").table
+            deleted.append(victim)
+    out.put((added, deleted))
+
+
+def _ids(table: Any) -> list[int]:
+    ours = scan_table(table, selected_fields=("id",)).to_arrow().column("id").to_pylist()
+    theirs = table.scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()
+    assert sorted(theirs) == sorted(ours), "pyiceberg reads other rows than scan_table"
+    return sorted(ours)
+
+
+@pytest.mark.slow  # about 45 s a catalog
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_every_commit_of_many_writers_lands(kind: str, request: Any, tmp_path: Path) -> None:
+    if kind == "sqlite":
+        place: tuple[str, ...] = ("sqlite", str(tmp_path))
+    else:
+        pg = request.getfixturevalue("pg")
+        catalog = pg.catalog(tmp_path)
+        place = ("postgres", pg.uri, catalog.name, catalog.properties["warehouse"])
+    catalog = _open(place)
+    catalog.create_namespace("db")
+    table = upgrade_to_v3(create_sample_table(catalog, "db.t", rows=BASE, files=2))
+    snapshots = len(table.metadata.snapshots)
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    procs = [context.Process(target=_writer, args=(place, w, out)) for w in range(WRITERS)]
+    for p in procs:
+        p.start()
+    try:
+        results = [out.get(timeout=600) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+    assert [p.exitcode for p in procs] == [0] * WRITERS, "a writer gave up (see its stderr)"
+    model = set(range(BASE))
+    for added, deleted in results:
+        model = (model | set(added)) - set(deleted)
+    table = table.refresh()
+    assert len(table.metadata.snapshots) == snapshots + WRITERS * COMMITS
+    assert _ids(table) == sorted(model)
+    row_ids = scan_table(table, selected_fields=("_row_id",)).to_arrow().column(0).to_pylist()
+    assert len(set(row_ids)) == len(row_ids) == len(model)
+    assert verify_table(table).problems == []
