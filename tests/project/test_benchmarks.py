@@ -6,8 +6,9 @@ one run, so that it finishes in seconds while still running its own checks (row 
 sketches and positions compared with its peers). Nothing here asserts a time: a script
 passes when it exits 0 and prints the report its checks lead to.
 
-What a script needs is read from its source: Iceberg Java (``JavaPeer``) makes it a
-``peer``, ``java`` and ``slow`` test, and is looked for the way tests/peers does (a skip on
+What a script needs is read from its source: Iceberg Java (``JavaPeer``, or the REST
+catalog's Java server) makes it a ``peer``, ``java`` and ``slow`` test, and is looked for
+the way tests/peers does (a skip on
 a bare run, a failure under ``make test``); a local PySpark session makes it ``java`` and
 ``slow`` (20 to 90 s each on 2 cores).
 """
@@ -41,6 +42,7 @@ REPORTS = {
     "bench_iceberg.py": "puffin table stats compute --no-commit, fresh process",
     "bench_java.py": "| delete category = 0 | seconds |",
     "bench_maintenance.py": "expire_snapshots on 10 snapshots:",
+    "bench_many_writers.py": "| catalog | writers | commits/s |",
     "bench_ndv.py": "compute_table_statistics / duckdb (4 files):",
     "bench_planning.py": "key deletes checked against the model",
     "bench_row_deletes.py": "full scan before any delete (the v2 base table):",
@@ -57,7 +59,7 @@ REPORTS = {
 
 def _marks(script: Path) -> list[pytest.MarkDecorator]:
     text = script.read_text(encoding="utf-8")
-    if "JavaPeer" in text:
+    if "JavaPeer" in text or "RestCatalogServer" in text:
         return [pytest.mark.peer, pytest.mark.java, pytest.mark.slow]
     if "local_session" in text or "pyspark" in text:
         return [pytest.mark.java, pytest.mark.slow]
@@ -83,7 +85,7 @@ def test_every_script_has_its_report_line() -> None:
 )
 def test_the_script_runs_at_its_smallest_size(script: Path) -> None:
     text = script.read_text(encoding="utf-8")
-    if "JavaPeer" in text:
+    if "JavaPeer" in text or "RestCatalogServer" in text:
         _require_java_peer()
     if _marks(script) and shutil.which("java") is None and "JAVA_HOME" not in os.environ:
         pytest.skip("no Java")

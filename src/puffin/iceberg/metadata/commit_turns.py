@@ -12,8 +12,10 @@ pointer swap, and the next writer of this library waits for it instead of losing
 
 * on PostgreSQL, a session advisory lock (``pg_advisory_lock``) keyed by catalog and table,
   which every machine sharing the catalog sees;
-* on an embedded SQLite catalog, a byte-range lock (``fcntl``) in ``<catalog.db>.turns``
-  beside the database, for the processes of that machine.
+* on an embedded SQLite catalog, a byte-range lock (``fcntl``) in a file of the system's
+  temporary folder named after the database's device and inode, for the processes of that
+  machine (nothing is written in the warehouse; the database file itself is not locked
+  here, since closing any descriptor of it would drop SQLite's own locks).
 
 The turn only orders this library's writers: other writers (Java, Spark, pyiceberg) still
 race, and the optimistic commit still settles that. A turn is waited for at most
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -77,13 +80,18 @@ def _place(table: Table) -> tuple[str, str, int] | None:
     engine = getattr(catalog, "engine", None)
     if engine is None:
         return None
-    name = f"{catalog.name}\0{'.'.join(table.name())}".encode()
-    key = int.from_bytes(hashlib.blake2b(name, digest_size=8).digest(), "big", signed=True)
+    ident = f"{catalog.name}\0{'.'.join(table.name())}".encode()
+    key = int.from_bytes(hashlib.blake2b(ident, digest_size=8).digest(), "big", signed=True)
     if engine.dialect.name == "postgresql":
         return "postgresql", str(engine.url), key
     database = database_of(catalog)
     if engine.dialect.name == "sqlite" and database is not None and not database[1]:
-        return "sqlite", f"{database[0]}.turns", key
+        try:
+            found = os.stat(database[0])
+        except OSError:
+            return None
+        lock = f"puffin-turns-{found.st_dev:x}-{found.st_ino:x}"
+        return "sqlite", os.path.join(tempfile.gettempdir(), lock), key
     return None
 
 
@@ -120,7 +128,7 @@ def _sqlite_turn(table: Table, where: str, key: int, wait_s: float) -> Iterator[
         yield False
         return
     try:
-        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError:  # a folder we may not write to: no turns, the commit still races safely
         yield False
         return
