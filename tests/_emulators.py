@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from _paths import ROOT
+from _processes import stop
 
 # gcsfs asks Google's control plane (gRPC) for a bucket's layout before its first request;
 # the emulator has no such API, and each attempt waits out its retries.
@@ -145,11 +146,6 @@ def azurite(container: str = "lake") -> Iterator[Emulated]:
         yield Emulated("azure", f"abfs://{container}@{AZURE_ACCOUNT}.dfs.core.windows.net",
                        properties, fs)  # fmt: skip
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
         shutil.rmtree(work, ignore_errors=True)

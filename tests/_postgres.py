@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from _processes import stop
+
 START_TIMEOUT = 60.0
 USER = "puffin"
 
@@ -108,12 +110,7 @@ def postgres_server() -> Iterator[Postgres]:
             _wait_ready(port, proc, folder)
             yield Postgres(port)
         finally:
-            proc.send_signal(signal.SIGINT)  # PostgreSQL's "fast" shutdown
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, signal.SIGINT, grace=30)  # SIGINT: PostgreSQL's "fast" shutdown
             log.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)

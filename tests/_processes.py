@@ -1,8 +1,9 @@
-"""Processes a test starts beside each other (writers, cleaners, jobs): waited for together,
-and none left running whatever happens."""
+"""Processes a test starts beside each other (writers, cleaners, jobs, servers): waited for
+together, and none left running whatever happens."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Sequence
 from typing import Any
@@ -18,3 +19,13 @@ def wait_all(procs: Sequence[subprocess.Popen[Any]], timeout: float) -> list[Any
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+def stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, grace: float = 10) -> None:
+    """Ask a server to stop with ``sig``; kill it if it has not within ``grace`` seconds."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
