@@ -13,8 +13,8 @@ property                           Java default what it bounds
 Java adds up to a tenth to each wait; here each wait is drawn between the doubled wait and
 twice it (still at most ``max-wait-ms``), so that writers that lost the same race spread out
 rather than meet again (docs/interop.md). A value Java could not parse fails the commit
-before anything is written, naming the property, as Java's ``NumberFormatException`` would
-fail it less clearly.
+before its first attempt, naming the property (the files written for it are removed), as
+Java's ``NumberFormatException`` would fail it less clearly.
 
 Example::
 
@@ -57,7 +57,7 @@ class CommitRetry:
     @classmethod
     def of(cls, table: Table) -> CommitRetry:
         """The policy the table's properties set; :class:`UsageError` for a value Java could
-        not read (nothing is written then)."""
+        not read."""
         properties = table.properties
         default = cls()
         return cls(
@@ -102,6 +102,6 @@ def _read(table: Table, properties: dict[str, str], key: str, default: int) -> i
         change = table_command(table, "alter", "--set-property", f"{key}={default}")
         raise UsageError(
             f"the table's property {key}={value!r} is not {wanted} (Iceberg Java's commits "
-            f"fail on it too); nothing was written: set Java's default with {change}"
+            f"fail on it too); nothing was committed: set Java's default with {change}"
         )
     return int(value)
