@@ -2,8 +2,9 @@
 deletion-vector deletes of shared data files, in turn, as fast as they can. With the default
 ``commit.retry.*`` properties every commit lands (this library's writers take turns at the
 commit: ``metadata/commit_turns.py``), and the table holds exactly what they committed, each
-row id once, read alike by ``scan_table`` and pyiceberg. On the embedded SQLite catalog and
-on PostgreSQL.
+row id once, read alike by ``scan_table`` and pyiceberg. On the embedded SQLite catalog, on
+PostgreSQL, and through a REST catalog (Iceberg Java's server, tests/peers) for a table on
+the local disk.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 pytest.importorskip("pyiceberg")
 
 from _postgres import Postgres, postgres_server
+from peers.rest_catalog import RestCatalogServer
 from puffin.iceberg import (
     append,
     create_sample_table,
@@ -31,8 +33,8 @@ from puffin.iceberg import (
 
 BASE = 400
 WRITERS = 8
-#: commits a writer makes: the shared catalog's 50, the one-machine catalog's fewer (time)
-COMMITS = {"postgres": 50, "sqlite": 20}
+#: commits a writer makes: the shared catalogs' 50, the one-machine catalog's fewer (time)
+COMMITS = {"postgres": 50, "rest": 50, "sqlite": 20}
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +44,14 @@ def pg() -> Iterator[Postgres]:
 
 
 def _open(place: tuple[str, ...]) -> Any:
-    """The catalog ``place`` names: ``("sqlite", warehouse)`` or ``("postgres", uri, name,
-    warehouse)``."""
+    """The catalog ``place`` names: ``("sqlite", warehouse)``, ``("postgres", uri, name,
+    warehouse)`` or ``("rest", uri, warehouse)``."""
     if place[0] == "sqlite":
         return local_catalog(place[1])
+    if place[0] == "rest":
+        from pyiceberg.catalog import load_catalog
+
+        return load_catalog("rest", type="rest", uri=place[1], warehouse=place[2])
     from pyiceberg.catalog.sql import SqlCatalog
 
     return SqlCatalog(place[2], uri=place[1], warehouse=place[3])
@@ -93,15 +99,29 @@ def _ids(table: Any) -> list[int]:
     return sorted(ours)
 
 
-@pytest.mark.slow  # about 40 s on PostgreSQL, 15 s on SQLite
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_every_commit_of_many_writers_lands(kind: str, request: Any, tmp_path: Path) -> None:
+@pytest.fixture
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, ...]]:
+    """Where the writers' catalog is (see :func:`_open`)."""
+    kind = request.param
     if kind == "sqlite":
-        place: tuple[str, ...] = ("sqlite", str(tmp_path))
-    else:
+        yield ("sqlite", str(tmp_path))
+    elif kind == "postgres":
         pg = request.getfixturevalue("pg")
         catalog = pg.catalog(tmp_path)
-        place = ("postgres", pg.uri, catalog.name, catalog.properties["warehouse"])
+        yield ("postgres", pg.uri, catalog.name, catalog.properties["warehouse"])
+    else:
+        with RestCatalogServer(tmp_path) as rest:
+            yield ("rest", rest.uri, str(rest.warehouse))
+
+
+@pytest.mark.slow  # about 40 s on PostgreSQL and REST, 15 s on SQLite
+@pytest.mark.parametrize(
+    "place",
+    ["sqlite", "postgres", pytest.param("rest", marks=[pytest.mark.peer, pytest.mark.java])],
+    indirect=True,
+)
+def test_every_commit_of_many_writers_lands(place: tuple[str, ...]) -> None:
+    kind = place[0]
     catalog = _open(place)
     catalog.create_namespace("db")
     table = upgrade_to_v3(create_sample_table(catalog, "db.t", rows=BASE, files=2))

@@ -17,11 +17,15 @@ pointer swap, and the next writer of this library waits for it instead of losing
   machine (nothing is written in the warehouse; the database file itself is not locked
   here, since closing any descriptor of it would drop SQLite's own locks).
 
+* through any other catalog (REST, Glue, ...), for a table on a local disk, the same kind of
+  lock named after the table's metadata folder, for the processes of that machine. A table
+  on an object store behind such a catalog has no turns.
+
 The turn only orders this library's writers: other writers (Java, Spark, pyiceberg) still
 race, and the optimistic commit still settles that. A turn is waited for at most
 :data:`WAIT_S` seconds (then the attempt goes ahead without it); an attempt whose work is
 long (a compaction's first rewrite) does not take one, so a quick append never waits behind
-it. Other catalogs (REST, Glue, ...) have no turns.
+it.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def turn(table: Table, wait_s: float = WAIT_S) -> Iterator[bool]:
         yield False
         return
     try:
-        taker = _postgres_turn if kind == "postgresql" else _sqlite_turn
+        taker = _postgres_turn if kind == "postgresql" else _local_turn
         with taker(table, where, key, wait_s) as waited:
             yield waited
     finally:
@@ -73,26 +77,34 @@ def turn(table: Table, wait_s: float = WAIT_S) -> Iterator[bool]:
 
 
 def _place(table: Table) -> tuple[str, str, int] | None:
-    """``(kind, database, key)`` of the table's turn, or ``None`` for a catalog without."""
+    """``(kind, where, key)`` of the table's turn (``postgresql``: the database URL;
+    ``local``: the lock file), or ``None`` where there are no turns."""
     from puffin.iceberg.catalog.sqlite import database_of
+    from puffin.io.locations import local_path
 
     catalog = table.catalog
     engine = getattr(catalog, "engine", None)
-    if engine is None:
-        return None
     ident = f"{catalog.name}\0{'.'.join(table.name())}".encode()
     key = int.from_bytes(hashlib.blake2b(ident, digest_size=8).digest(), "big", signed=True)
-    if engine.dialect.name == "postgresql":
+    if engine is not None and engine.dialect.name == "postgresql":
         return "postgresql", str(engine.url), key
-    database = database_of(catalog)
-    if engine.dialect.name == "sqlite" and database is not None and not database[1]:
-        try:
-            found = os.stat(database[0])
-        except OSError:
-            return None
-        lock = f"puffin-turns-{found.st_dev:x}-{found.st_ino:x}"
-        return "sqlite", os.path.join(tempfile.gettempdir(), lock), key
+    database = database_of(catalog) if engine is not None else None
+    if database is not None and not database[1]:
+        return _local(database[0], key)
+    folder = local_path(table.location())
+    if engine is None and folder is not None:
+        return _local(os.path.join(folder, "metadata"), 0)
     return None
+
+
+def _local(path: str | os.PathLike[str], key: int) -> tuple[str, str, int] | None:
+    """The lock file of the temporary folder named after ``path``'s device and inode."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    lock = f"puffin-turns-{found.st_dev:x}-{found.st_ino:x}"
+    return "local", os.path.join(tempfile.gettempdir(), lock), key
 
 
 @contextlib.contextmanager
@@ -121,7 +133,7 @@ def _postgres_turn(table: Table, where: str, key: int, wait_s: float) -> Iterato
 
 
 @contextlib.contextmanager
-def _sqlite_turn(table: Table, where: str, key: int, wait_s: float) -> Iterator[bool]:
+def _local_turn(table: Table, where: str, key: int, wait_s: float) -> Iterator[bool]:
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: no turns
