@@ -2,9 +2,9 @@
 deletion-vector deletes of shared data files, in turn, as fast as they can. With the default
 ``commit.retry.*`` properties every commit lands (this library's writers take turns at the
 commit: ``metadata/commit_turns.py``), and the table holds exactly what they committed, each
-row id once, read alike by ``scan_table`` and pyiceberg. On the embedded SQLite catalog, on
-PostgreSQL, and through a REST catalog (Iceberg Java's server, tests/peers) for a table on
-the local disk.
+row id once, read alike by ``scan_table``, pyiceberg and Iceberg Java. On the embedded
+SQLite catalog, on PostgreSQL, and through a REST catalog (Iceberg Java's server,
+tests/peers) for a table on the local disk.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str,
     ["sqlite", "postgres", pytest.param("rest", marks=[pytest.mark.peer, pytest.mark.java])],
     indirect=True,
 )
-def test_every_commit_of_many_writers_lands(place: tuple[str, ...]) -> None:
+def test_every_commit_of_many_writers_lands(place: tuple[str, ...], java: Any) -> None:
     kind = place[0]
     catalog = _open(place)
     catalog.create_namespace("db")
@@ -149,3 +149,5 @@ def test_every_commit_of_many_writers_lands(place: tuple[str, ...]) -> None:
     row_ids = scan_table(table, selected_fields=("_row_id",)).to_arrow().column(0).to_pylist()
     assert len(set(row_ids)) == len(row_ids) == len(model)
     assert verify_table(table).problems == []
+    theirs = java.read(table.metadata_location, ["id"]).column("id").to_pylist()
+    assert sorted(theirs) == sorted(model), "Iceberg Java reads other rows"
