@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from _paths import ROOT
-from _processes import stop
+from _processes import free_port, stop
 
 # gcsfs asks Google's control plane (gRPC) for a bucket's layout before its first request;
 # the emulator has no such API, and each attempt waits out its retries.
@@ -60,12 +60,6 @@ class Emulated:
         return str(self.fs._strip_protocol(location))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_listening(port: int, what: str, alive: Any = None) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -84,7 +78,7 @@ def gcs(bucket: str = "lake") -> Iterator[Emulated]:
     emulator = pytest.importorskip("gcp_storage_emulator.server")
     import gcsfs
 
-    port = _free_port()
+    port = free_port()
     server = emulator.create_server("127.0.0.1", port, in_memory=True, default_bucket=bucket)
     server.start()
     try:
@@ -121,7 +115,7 @@ def azurite(container: str = "lake") -> Iterator[Emulated]:
     pytest.importorskip("adlfs")
     import adlfs
 
-    port = _free_port()
+    port = free_port()
     work = Path(tempfile.mkdtemp(prefix="puffin-azurite-"))  # its debug files, if any
     log = (work / "azurite.log").open("w+")
     proc = subprocess.Popen(_azurite_command(port), stdin=subprocess.DEVNULL, stdout=log,

@@ -16,7 +16,6 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from _processes import stop
+from _processes import free_port, stop
 
 START_TIMEOUT = 60.0
 USER = "puffin"
@@ -76,12 +75,6 @@ def _as_server_user() -> dict[str, Any]:
     return {"user": "postgres", "group": "postgres", "extra_groups": []}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def postgres_server() -> Iterator[Postgres]:
     """A fresh server on a free port (see the module)."""
@@ -97,7 +90,7 @@ def postgres_server() -> Iterator[Postgres]:
              "--no-instructions"],
             check=True, capture_output=True, timeout=120, cwd=folder, **_as_server_user(),
         )  # fmt: skip
-        port = _free_port()
+        port = free_port()
         log = (folder / "server.log").open("w")
         proc = subprocess.Popen(
             [postgres, "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", str(folder),

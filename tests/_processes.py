@@ -4,6 +4,7 @@ together, and none left running whatever happens."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 from collections.abc import Sequence
 from typing import Any
@@ -29,3 +30,10 @@ def stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, grace: float = 
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nothing listens on now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -37,18 +37,13 @@ from typing import Any
 import pytest
 
 from _paths import ROOT, TESTS
+from _processes import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.java, pytest.mark.slow]
 
 pyspark = pytest.importorskip("pyspark")
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 PUFFIN = str(Path(sys.executable).parent / "puffin")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
@@ -134,7 +129,7 @@ def _java_env(tmp: Path) -> dict[str, str]:
 def standalone(tmp_path_factory: pytest.TempPathFactory, bare_python: Path) -> Iterator[str]:
     """``spark://127.0.0.1:PORT``: a master and one worker of 2 cores, stopped at the end."""
     tmp = tmp_path_factory.mktemp("standalone")
-    port = _free_port()
+    port = free_port()
     env = _java_env(tmp)
     master = _spark_class(
         "org.apache.spark.deploy.master.Master",
@@ -167,7 +162,7 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``sc://127.0.0.1:PORT``: Apache Spark's own Connect server, on ``local[2]`` with this
     environment's Python for its workers, stopped at the end."""
     tmp = tmp_path_factory.mktemp("connect")
-    port = _free_port()
+    port = free_port()
     # As sbin/start-connect-server.sh starts it: spark-submit of the server's class.
     server = _spark_submit(
         "org.apache.spark.sql.connect.service.SparkConnectServer",

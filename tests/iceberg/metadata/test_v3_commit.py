@@ -121,7 +121,7 @@ def test_a_commit_that_keeps_losing_leaves_nothing_behind(
         raise CommitFailedException("another writer won")
 
     monkeypatch.setattr(_v3, "commit", lose)
-    monkeypatch.setattr("puffin.iceberg.metadata.commits.BACKOFF_S", 0.0)
+    monkeypatch.setattr("puffin.iceberg.metadata.commit_retry.CommitRetry.wait_s", lambda *_: 0.0)
     with pytest.raises(CommitConflictError, match="3 times"):
         delete_rows(table, "id < 5", max_attempts=3)
     after = {p for p in warehouse.rglob("*") if p.is_file() and "metadata" not in p.parts}

@@ -146,7 +146,7 @@ def _local_turn(table: Table, where: str, key: int, wait_s: float) -> Iterator[b
         return
     offset = key % (2**31 - 1)
     try:
-        waited = not _try_lock(fcntl, fd, offset, blocking=False)
+        waited = not _try_lock(fcntl, fd, offset)
         held = not waited or _wait_lock(fcntl, fd, offset, wait_s)
         try:
             yield waited
@@ -157,10 +157,10 @@ def _local_turn(table: Table, where: str, key: int, wait_s: float) -> Iterator[b
         os.close(fd)
 
 
-def _try_lock(fcntl: Any, fd: int, offset: int, *, blocking: bool) -> bool:
-    flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+def _try_lock(fcntl: Any, fd: int, offset: int) -> bool:
+    """Take the byte's lock if no other process holds it."""
     try:
-        fcntl.lockf(fd, flags, 1, offset)
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
     except OSError:
         return False
     return True
@@ -171,7 +171,7 @@ def _wait_lock(fcntl: Any, fd: int, offset: int, wait_s: float) -> bool:
     deadline = time.monotonic() + wait_s
     pause = 0.002
     while time.monotonic() < deadline:
-        if _try_lock(fcntl, fd, offset, blocking=False):
+        if _try_lock(fcntl, fd, offset):
             return True
         time.sleep(pause)
         pause = min(pause * 2, 0.05)

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMITS_PER_ATTEMPT",
-    "MAX_ATTEMPTS",
     "REBASE_BACKOFF_S",
     "Redos",
     "backoff",
@@ -56,9 +55,6 @@ __all__ = [
     "with_retries",
 ]
 
-#: Iceberg Java's default attempts (``commit.retry.num-retries`` 4, and the first): where a
-#: bound is needed without a table at hand.
-MAX_ATTEMPTS = 5
 #: The first backoff in seconds of a wait that is not a commit's (:func:`backoff`); it
 #: doubles with each attempt, with jitter, up to the last.
 BACKOFF_S = 0.05
