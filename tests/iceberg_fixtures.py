@@ -298,23 +298,38 @@ def copy_warehouse(source: Path, target: Path, identifier: str = "db.t") -> Tabl
 
 
 def equality_delete_file(
-    table: Table, path: Path, keys: Any, equality_ids: Sequence[int], partition: Any = None
+    table: Table,
+    path: Path | str,
+    keys: Any,
+    equality_ids: Sequence[int],
+    partition: Any = None,
 ) -> DataFile:
     """An equality delete file of ``keys`` (an Arrow table whose fields carry their Parquet
-    field ids) written to ``path``, as the ``DataFile`` a delete manifest lists, in
-    ``partition`` (a value tuple; none: unpartitioned) of the table's current spec."""
+    field ids) written to ``path`` (a local path, or a URL written through the table's
+    FileIO), as the ``DataFile`` a delete manifest lists, in ``partition`` (a value tuple;
+    none: unpartitioned) of the table's current spec."""
+    import io
+
     import pyarrow.parquet as pq
     from pyiceberg.typedef import Record
 
-    pq.write_table(keys, path)
+    if isinstance(path, Path):
+        pq.write_table(keys, path)
+        location, size = f"file://{path}", path.stat().st_size
+    else:
+        buffer = io.BytesIO()
+        pq.write_table(keys, buffer)
+        with table.io.new_output(path).create() as out:
+            out.write(buffer.getvalue())
+        location, size = path, len(buffer.getvalue())
     made = DataFile.from_args(
         _table_format_version=table.format_version,
         content=DataFileContent.EQUALITY_DELETES,
-        file_path=f"file://{path}",
+        file_path=location,
         file_format=FileFormat.PARQUET,
         partition=Record() if partition is None else Record(*partition),
         record_count=keys.num_rows,
-        file_size_in_bytes=path.stat().st_size,
+        file_size_in_bytes=size,
         equality_ids=list(equality_ids),
     )
     made.spec_id = table.spec().spec_id

@@ -8,7 +8,6 @@ httpfs, pointed at the server)."""
 from __future__ import annotations
 
 import datetime
-import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ pytest.importorskip("moto")
 pytest.importorskip("duckdb")
 
 from _s3_server import KEY, REGION, SECRET, CountingS3Server, running
+from iceberg_fixtures import equality_delete_file
 from peers.duckdb_scan import connect_duckdb
 from peers.rest_catalog import RestCatalogServer
 from puffin.iceberg import (
@@ -80,26 +80,15 @@ def _equality_deletes(table: Any, ids: list[int]) -> Any:
     """``table`` with one more snapshot: an equality delete file on ``id`` of ``ids``, written
     beside the table's data (no writer we run writes them: Flink does, in production)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
-    from pyiceberg.typedef import Record
 
     from puffin.iceberg.metadata.snapshots import commit_snapshot
 
     field_id = table.schema().find_field("id").field_id
     key = pa.field("id", pa.int64(), nullable=False,
                    metadata={b"PARQUET:field_id": str(field_id).encode()})  # fmt: skip
-    buffer = io.BytesIO()
-    pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=pa.schema([key])), buffer)
+    keys = pa.table([pa.array(ids, pa.int64())], schema=pa.schema([key]))
     location = f"{table.location()}/data/equality-{time.time_ns()}.parquet"
-    with table.io.new_output(location).create() as out:
-        out.write(buffer.getvalue())
-    made = DataFile.from_args(
-        _table_format_version=table.format_version, content=DataFileContent.EQUALITY_DELETES,
-        file_path=location, file_format=FileFormat.PARQUET, partition=Record(),
-        record_count=len(ids), file_size_in_bytes=len(buffer.getvalue()), equality_ids=[field_id],
-    )  # fmt: skip
-    made.spec_id = table.spec().spec_id
+    made = equality_delete_file(table, location, keys, [field_id])
     return commit_snapshot(table, [], deletes=[made])[0]
 
 
